@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# Install everything deepgym_ray and its tests need into ./.venv, and the system packages the
+# sandboxes use. Safe to run again: it skips what is already there.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+log() { printf '\033[1m[setup]\033[0m %s\n' "$*"; }
+
+# System packages: bubblewrap isolates each solution (Debian's package).
+need_apt=()
+command -v bwrap >/dev/null 2>&1 || need_apt+=(bubblewrap)
+if ((${#need_apt[@]})); then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    log "installing ${need_apt[*]}"
+    apt-get update -q >/dev/null
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -q "${need_apt[@]}" >/dev/null
+  else
+    log "warning: missing ${need_apt[*]}; solutions will run with weaker isolation"
+  fi
+fi
+
+PY=${PYTHON:-python3}
+if [ ! -x .venv/bin/python ]; then
+  log "creating .venv"
+  "$PY" -m venv .venv
+fi
+.venv/bin/python -m pip install -q --upgrade pip
+# The CPU build of PyTorch must come before trl, or pip pulls a multi-GB CUDA build.
+if ! .venv/bin/python -c "import torch" >/dev/null 2>&1; then
+  log "installing torch (CPU build)"
+  .venv/bin/python -m pip install -q torch==2.13.0
+fi
+log "installing deepgym_ray with its extras"
+.venv/bin/python -m pip install -q -e '.[test,trl]'
+log "done: $(.venv/bin/deepgym-ray --version)"
