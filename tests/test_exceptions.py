@@ -38,7 +38,7 @@ INFRASTRUCTURE = [
     pytest.param(builtins.ConnectionError("reset"), id="builtin-connection"),
     pytest.param(ConnectionResetError("reset by peer"), id="connection-reset"),
     pytest.param(ConnectionRefusedError("refused"), id="connection-refused"),
-    pytest.param(socket.timeout("timed out"), id="socket-timeout"),
+    pytest.param(socket.timeout("timed out"), id="socket-timeout"),  # noqa: UP041
     pytest.param(builtins.TimeoutError("call timed out"), id="builtin-timeout"),
     pytest.param(TimeoutError("run timed out before the answer was in play"), id="deepgym-timeout"),
     pytest.param(ProviderHTTPError(500, "internal"), id="http-500"),
@@ -69,7 +69,9 @@ NOT_INFRASTRUCTURE = [
     pytest.param(RuntimeError("boom"), id="runtime-error"),
     pytest.param(MemoryError(), id="memory-error"),
     pytest.param(FileNotFoundError("x"), id="file-not-found"),
-    pytest.param(_chained(SandboxDiedError("died"), ConnectionResetError()), id="died-despite-cause"),
+    pytest.param(
+        _chained(SandboxDiedError("died"), ConnectionResetError()), id="died-despite-cause"
+    ),
 ]
 
 
