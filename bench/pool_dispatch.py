@@ -1,0 +1,111 @@
+"""Pool dispatch rate with a provider that does nothing, and the driver's memory over a stream.
+
+The provider answers every run at once, the way the judge runner does (a token-tagged final
+line), so what is measured is the whole path minus the sandbox: the driver's map loop, Ray,
+the actors and the client's judge code. Answers are generated lazily and results are counted,
+not kept, so the driver's memory should stay flat however long the stream.
+
+Usage:
+    python bench/pool_dispatch.py [--n 100000] [--max-parallel 512] [--actors 2]
+
+Targets: at least 2,000 completions/s on the 2-core machine; driver RSS flat (the last sample
+within a few MB of the first after warm-up).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+import uuid
+from collections.abc import Mapping, Sequence
+
+import ray.cloudpickle
+
+from deepgym_ray.client import DeepGym
+from deepgym_ray.config import DeepGymConfig, PoolConfig
+from deepgym_ray.models import Environment
+from deepgym_ray.pool import VerifierPool
+from deepgym_ray.sandboxes.base import CommandResult, Sandbox, SandboxProvider
+
+ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])  # actors need no path to it
+
+
+class NullProvider(SandboxProvider):
+    """Every run passes at once; files are dropped. Only the runner's reply is imitated."""
+
+    name = "null"
+
+    def __init__(self, delay: float = 0.0) -> None:
+        self.delay = delay
+
+    def create(self, env: Environment) -> Sandbox:
+        return Sandbox(id="null", provider=self.name)
+
+    def put_files(self, sandbox: Sandbox, files: Mapping[str, bytes]) -> None:
+        pass
+
+    def run(self, sandbox: Sandbox, command: Sequence[str], *, timeout: float,
+            stdin: bytes | None = None, env: Mapping[str, str] | None = None) -> CommandResult:
+        if self.delay:
+            time.sleep(self.delay)
+        token = json.loads(stdin or b"{}")["token"]
+        final = {"kind": "verdict", "score": 1.0, "passed": True, "exit_code": 0,
+                 "in_play": True, "final": True}
+        return CommandResult(exit_code=0, stdout=f"{token} {json.dumps(final)}\n".encode())
+
+    def destroy(self, sandbox: Sandbox) -> None:
+        pass
+
+
+def rss_mb() -> float:
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    return 0.0
+
+
+def make_pool(actors: int, concurrency: int, delay: float = 0.0) -> VerifierPool:
+    pool = PoolConfig(name=f"bench-{uuid.uuid4().hex[:6]}", actors=actors,
+                      actor_concurrency=concurrency, num_cpus_per_actor=0)
+    client = DeepGym(config=DeepGymConfig(mode="local", pool=pool),
+                     provider=lambda: NullProvider(delay))
+    return VerifierPool(client)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--n", type=int, default=100_000)
+    parser.add_argument("--max-parallel", type=int, default=512)
+    parser.add_argument("--actors", type=int, default=2)
+    parser.add_argument("--concurrency", type=int, default=2)
+    args = parser.parse_args()
+
+    env = Environment(name="null", verifier_code="return 1.0")
+    pool = make_pool(args.actors, args.concurrency)
+    try:
+        for _ in pool.map(env, ("print(1)" for _ in range(5000)), args.max_parallel):
+            pass  # warm-up: workers, imports, env caches
+        samples = []
+        every = max(1, args.n // 10)
+        passed = 0
+        start = time.perf_counter()
+        answers = (f"print({i})" for i in range(args.n))
+        for i, result in enumerate(pool.map(env, answers, args.max_parallel), 1):
+            passed += result.passed
+            if i % every == 0:
+                samples.append(round(rss_mb(), 1))
+        elapsed = time.perf_counter() - start
+    finally:
+        pool.shutdown()
+    rate = args.n / elapsed
+    print(f"completions: {args.n} (passed {passed}) in {elapsed:.2f}s -> {rate:.0f}/s "
+          f"(target >= 2000/s: {rate / 2000:.2f} of it)")
+    print(f"driver RSS MB every {every}: {samples}")
+    print(f"driver RSS growth first->last sample: {samples[-1] - samples[0]:+.1f} MB")
+
+
+if __name__ == "__main__":
+    main()

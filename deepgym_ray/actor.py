@@ -1,0 +1,183 @@
+"""VerifierActor: one Ray actor holding one DeepGym client, running several verifications at once.
+
+The pool sends it chunks of work: a table of environments (object references, fetched once and
+cached by content key) and a list of ``(env slot, answer)`` jobs. It runs the jobs on its own
+threads with ``client.run_safe``, which never raises, and streams each RunResult back (a Ray
+generator) as soon as its run is done.
+It also counts the runs it has in flight, so tests can check the pool's backpressure.
+
+Example:
+    >>> actor = VerifierActor.remote(client, "deepgym", 0, 1, 4)  # doctest: +SKIP
+    >>> ray.get(actor.stats.remote())["runs"]                     # doctest: +SKIP
+    0
+"""
+
+from __future__ import annotations
+
+import collections
+import json
+import os
+import threading
+import time
+from collections.abc import Iterator
+from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor
+from concurrent.futures import wait as futures_wait
+from typing import Any
+
+import ray
+
+from deepgym_ray.exceptions import error_type_for
+from deepgym_ray.models import Environment, RunResult
+
+__all__ = ["VerifierActor", "client_label"]
+
+# Environments kept per actor; a training run uses a handful, a mixed suite a few dozen.
+ENV_CACHE_SIZE = 256
+# Results finishing this close together go back in one reply (fewer, larger messages).
+COALESCE_SECONDS = 0.002
+# Run intervals kept for stats (enough for the tests to rebuild the in-flight curve).
+RUN_LOG_SIZE = 10_000
+
+
+def client_label(client: Any) -> str:
+    """What a pool's scoring depends on: the client's sandbox mode, options and provider."""
+    config = getattr(client, "config", None)
+    spec = getattr(client, "_provider_spec", None)
+    return json.dumps({
+        "mode": getattr(config, "mode", None),
+        "provider_options": getattr(config, "provider_options", None),
+        "provider": None if spec is None else type(spec).__qualname__,
+    }, sort_keys=True, default=repr)
+
+
+@ray.remote(concurrency_groups={"control": 2}, max_restarts=-1, max_task_retries=0)
+class VerifierActor:
+    """Runs verifications for a pool; Ray restarts it when it dies, the pool retries its work.
+
+    ``max_task_retries=0``: a run lost with its actor is retried by the pool on another actor,
+    never silently re-run by Ray on the same one.
+    """
+
+    def __init__(self, client: Any, pool: str, index: int, actors: int, concurrency: int):
+        self._client = client
+        self._manifest = {
+            "pool": pool,
+            "index": index,
+            "actors": actors,
+            "concurrency": concurrency,
+            "node_id": ray.get_runtime_context().get_node_id(),
+            "pid": os.getpid(),
+            "client": client_label(client),
+        }
+        self._executor = ThreadPoolExecutor(concurrency, thread_name_prefix=f"{pool}-{index}")
+        self._envs: collections.OrderedDict[str, Environment] = collections.OrderedDict()
+        self._lock = threading.Lock()
+        self._fetch_lock = threading.Lock()
+        self._in_flight = 0
+        self._max_in_flight = 0
+        self._runs = 0
+        self._chunks = 0
+        self._env_fetches = 0
+        self._run_log: collections.deque[tuple[float, float]] = collections.deque(
+            maxlen=RUN_LOG_SIZE
+        )
+
+    @ray.method(concurrency_group="control")
+    def manifest(self) -> dict[str, Any]:
+        """The pool shape this actor was created with, and where it runs."""
+        return dict(self._manifest)
+
+    @ray.method(concurrency_group="control")
+    def ping(self) -> str:
+        return self._manifest["node_id"]
+
+    @ray.method(concurrency_group="control")
+    def stats(self, run_log: bool = False) -> dict[str, Any]:
+        """Counters since this actor (re)started; ``run_log`` adds (start, end) monotonic times."""
+        with self._lock:
+            out = dict(
+                self._manifest,
+                in_flight=self._in_flight,
+                max_in_flight=self._max_in_flight,
+                runs=self._runs,
+                chunks=self._chunks,
+                env_fetches=self._env_fetches,
+                cached_envs=len(self._envs),
+            )
+            if run_log:
+                out["run_log"] = list(self._run_log)
+        return out
+
+    def run_stream(
+        self, envs: list[tuple[str, list[ray.ObjectRef]]], jobs: list[tuple[int, Any]]
+    ) -> Iterator[list[tuple[int, RunResult]]]:
+        """Run ``jobs`` (env slot, answer) against ``envs`` (key, [ref]) on this actor's threads.
+
+        Yields ``[(position in jobs, result), ...]`` as runs finish, so the caller frees a slot
+        the moment a run is done rather than when its whole chunk is. What finishes within a
+        few milliseconds of each other travels together. The references arrive wrapped in a
+        list so Ray passes them through unresolved: an environment is fetched on a miss only.
+        """
+        with self._lock:
+            self._chunks += 1
+        resolved = [self._environment(key, refs) for key, refs in envs]
+        if len(jobs) == 1:
+            slot, answer = jobs[0]
+            yield [(0, self._run_one(resolved[slot], answer))]
+            return
+        position = {
+            self._executor.submit(self._run_one, resolved[slot], answer): i
+            for i, (slot, answer) in enumerate(jobs)
+        }
+        pending = set(position)
+        while pending:
+            done, pending = futures_wait(pending, return_when=FIRST_COMPLETED)
+            if pending:
+                more, pending = futures_wait(pending, timeout=COALESCE_SECONDS)
+                done |= more
+            yield [(position[future], future.result()) for future in done]
+
+    def _environment(self, key: str, refs: list[ray.ObjectRef]) -> Environment:
+        with self._lock:
+            env = self._envs.get(key)
+            if env is not None:
+                self._envs.move_to_end(key)
+                return env
+        # One fetch per key, even when several chunks miss at once; runs are not held up.
+        with self._fetch_lock:
+            with self._lock:
+                env = self._envs.get(key)
+            if env is not None:
+                return env
+            env = ray.get(refs[0])
+            with self._lock:
+                self._env_fetches += 1
+                self._envs[key] = env
+                while len(self._envs) > ENV_CACHE_SIZE:
+                    self._envs.popitem(last=False)
+        return env
+
+    def _run_one(self, env: Environment, answer: Any) -> RunResult:
+        with self._lock:
+            self._in_flight += 1
+            self._max_in_flight = max(self._max_in_flight, self._in_flight)
+        start = time.monotonic()
+        try:
+            result = self._client.run_safe(env, answer)
+            if not isinstance(result, RunResult):
+                raise TypeError(f"run_safe returned {type(result).__name__}, not a RunResult")
+        except Exception as exc:  # run_safe promises never to raise; if it does: no verdict
+            result = RunResult(
+                error_type=error_type_for(exc),  # never a model fault
+                details=f"the client raised {type(exc).__name__}: {exc}",
+                env_name=env.name,
+            )
+        finally:
+            end = time.monotonic()
+            with self._lock:
+                self._in_flight -= 1
+                self._runs += 1
+                self._run_log.append((start, end))
+        if result.env_name is None:
+            result = result.model_copy(update={"env_name": env.name})
+        return result

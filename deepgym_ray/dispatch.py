@@ -1,0 +1,409 @@
+"""One ``VerifierPool.map`` call: backpressure, input order, and retries on another actor.
+
+A :class:`MapRun` pulls answers lazily from the caller's iterable, keeps at most
+``max_parallel`` of them in flight (sent to the least loaded live actor in small chunks), and
+yields one RunResult per input in input order. A run lost for an infrastructure reason (the
+actor died, its node went away, or the result has no verdict because of a sandbox fault) is sent
+again to another actor, at most ``max_retries`` times; after that it settles for a result
+without a verdict naming the cause. Every input gets exactly one result.
+
+Memory stays flat: answers are read only when there is room for them, and finished results
+wait for their turn in a reorder buffer bounded by ``reorder_window``.
+
+Example:
+    >>> run = pool.map(env, answers, max_parallel=64)   # doctest: +SKIP
+    >>> rewards = [r.reward for r in run]               # doctest: +SKIP
+    >>> run.stats.retries                               # doctest: +SKIP
+    0
+"""
+
+from __future__ import annotations
+
+import collections
+import hashlib
+import logging
+import time
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import ray
+from ray.exceptions import ActorDiedError, RayActorError, RayTaskError
+
+from deepgym_ray import contract
+from deepgym_ray.exceptions import error_type_for, is_infrastructure_failure
+from deepgym_ray.models import Environment, RunResult
+
+if TYPE_CHECKING:  # pragma: no cover
+    from deepgym_ray.pool import VerifierPool
+
+__all__ = ["MapRun", "MapStats"]
+
+logger = logging.getLogger(__name__)
+
+MAX_CHUNK = 64  # answers per actor call at most: bigger only delays the chunk's first results
+FIRST_PING_WAIT = 0.5  # seconds the first wave waits for slow actors at most
+REVIVE_DELAY = 1.0  # seconds before asking again for an actor that is gone for good
+
+
+@dataclass
+class MapStats:
+    """What happened during one map call (read it after iterating)."""
+
+    results: int = 0
+    no_verdict: int = 0
+    retries: int = 0
+    exhausted: int = 0
+    actor_failures: int = 0
+    chunks: int = 0
+
+
+class _Job:
+    __slots__ = ("index", "slot", "answer", "attempts", "avoid")
+
+    def __init__(self, index: int, slot: int, answer: Any) -> None:
+        self.index = index
+        self.slot = slot
+        self.answer = answer
+        self.attempts = 0  # failed attempts so far
+        self.avoid: set[int] | None = None  # actors this job already failed on
+
+
+class _EnvTable:
+    """Each distinct Environment of a map call, put in the object store once."""
+
+    def __init__(self) -> None:
+        self._slots: dict[int, int] = {}
+        # (content key, [object ref], the caller's env: kept so its id() stays unique)
+        self.entries: list[tuple[str, list[ray.ObjectRef], Environment]] = []
+
+    def slot(self, env: Any, index: int) -> int:
+        slot = self._slots.get(id(env))
+        if slot is not None:
+            return slot
+        if not isinstance(env, Environment):
+            raise TypeError(
+                f"input {index}: the environment must be an Environment, got {type(env).__name__}"
+            )
+        wire = env
+        if env.verifier_path is not None:  # other nodes cannot read the driver's files
+            wire = env.model_copy(
+                update={"verifier_code": env.verifier_source(), "verifier_path": None}
+            )
+        key = hashlib.sha256(wire.model_dump_json().encode()).hexdigest()
+        slot = len(self.entries)
+        self.entries.append((key, [ray.put(wire)], env))
+        self._slots[id(env)] = slot
+        return slot
+
+    def name(self, slot: int) -> str:
+        return self.entries[slot][2].name
+
+
+def _pairs(envs: Any, items: Iterable[Any]) -> Iterator[tuple[Any, Any]]:
+    if isinstance(envs, Environment):
+        for item in items:
+            yield envs, item
+        return
+    env_iter, item_iter = iter(envs), iter(items)
+    index = 0
+    for item in item_iter:
+        try:
+            env = next(env_iter)
+        except StopIteration:
+            raise ValueError(f"more answers than environments: none for input {index}") from None
+        yield env, item
+        index += 1
+    if next(env_iter, _END) is not _END:
+        raise ValueError(f"more environments than answers ({index} answers)")
+
+
+_END = object()
+
+
+def _retryable(result: RunResult) -> bool:
+    """A result that a sandbox fault left without a verdict: worth a run on another actor."""
+    return not result.has_verdict and result.error_type == contract.SANDBOX_ERROR
+
+
+def _describe(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {text[0] if text else ''}"[:300]
+
+
+class MapRun(Iterator[RunResult]):
+    """Iterator over one map call's results, in input order (see the module docstring)."""
+
+    def __init__(
+        self,
+        pool: VerifierPool,
+        envs: Environment | Sequence[Environment] | Iterable[Environment],
+        items: Iterable[Any],
+        *,
+        max_parallel: int,
+        max_retries: int,
+        on_result: Callable[[int, RunResult], Any] | None = None,
+        chunk_size: int | None = None,
+        reorder_window: int | None = None,
+        no_actor_timeout: float = 300.0,
+    ) -> None:
+        self.stats = MapStats()
+        self._pool = pool
+        self._pairs = _pairs(envs, items)
+        self._max_parallel = max_parallel
+        self._max_retries = max_retries
+        self._on_result = on_result
+        self._chunk_size = chunk_size
+        self._window = reorder_window or max(4 * max_parallel, 1024)
+        self._no_actor_timeout = no_actor_timeout
+        self._gen = self._run()
+
+    def __next__(self) -> RunResult:
+        return next(self._gen)
+
+    # -- the loop ---------------------------------------------------------------------------
+
+    def _run(self) -> Iterator[RunResult]:
+        pool = self._pool
+        self._actors = list(pool.actors)
+        n = len(self._actors)
+        self._table = _EnvTable()
+        self._ready: set[int] = set()
+        self._load = [0] * n
+        self._pings: dict[ray.ObjectRef, int] = {}
+        # actor -> (when, make a new actor first?): a ping to send later
+        self._later: dict[int, tuple[float, bool]] = {}
+        # a chunk's result stream -> (actor, its jobs, positions of the jobs not back yet)
+        self._in_flight: dict[Any, tuple[int, list[_Job], set[int]]] = {}
+        self._n_in_flight = 0
+        self._retry: collections.deque[_Job] = collections.deque()
+        self._done: dict[int, RunResult] = {}
+        for i in range(n):
+            self._ping(i)
+        # Give every live actor a moment to answer, so the first wave spreads over all of them.
+        answered, _ = ray.wait(list(self._pings), num_returns=n, timeout=FIRST_PING_WAIT)
+        for ref in answered:
+            self._ping_done(ref)
+        next_out = next_in = 0
+        exhausted = False
+        stalled_since: float | None = None
+        while True:
+            # 1. Send as much as max_parallel and the reorder window allow.
+            free = self._max_parallel - self._n_in_flight
+            jobs: list[_Job] = []
+            if free > 0:
+                while len(jobs) < free and self._retry:
+                    jobs.append(self._retry.popleft())
+                while len(jobs) < free and not exhausted and next_in < next_out + self._window:
+                    pair = next(self._pairs, None)
+                    if pair is None:
+                        exhausted = True
+                        break
+                    env, answer = pair
+                    jobs.append(_Job(next_in, self._table.slot(env, next_in), answer))
+                    next_in += 1
+            if jobs and self._ready:
+                stalled_since = None
+                self._dispatch(jobs)
+            elif jobs:
+                stalled_since = stalled_since or time.monotonic()
+                if self._in_flight or time.monotonic() - stalled_since < self._no_actor_timeout:
+                    self._retry.extendleft(reversed(jobs))  # keep them, in order, for later
+                else:
+                    for job in jobs:
+                        self._settle(job, self._failure(
+                            job, f"no live verifier actor in pool {pool.name!r} for "
+                            f"{self._no_actor_timeout:.0f}s"))
+            # 2. Hand out what is finished, in input order.
+            while next_out in self._done:
+                yield self._done.pop(next_out)
+                next_out += 1
+            if exhausted and next_out == next_in:
+                return
+            # 3. Wait for a chunk, a ping, or the next revival.
+            self._revive_due()
+            self._wait(stalled_since)
+
+    def _wait(self, stalled_since: float | None) -> None:
+        refs = [*self._in_flight, *self._pings]
+        deadlines = [when for when, _ in self._later.values()]
+        if stalled_since is not None:
+            deadlines.append(stalled_since + self._no_actor_timeout)
+        timeout = max(0.0, min(deadlines) - time.monotonic()) if deadlines else None
+        if not refs:
+            time.sleep(timeout if timeout is not None else REVIVE_DELAY)
+            return
+        # Chunk streams and pings: ray.wait reports a stream ready when its next reply is.
+        ready, rest = ray.wait(refs, num_returns=1, timeout=timeout)
+        if ready and rest:  # take everything else that is already done, too
+            more, _ = ray.wait(rest, num_returns=len(rest), timeout=0)
+            ready.extend(more)
+        for ref in ready:
+            if ref in self._pings:
+                self._ping_done(ref)
+            else:
+                self._chunk_done(ref)
+
+    # -- sending ----------------------------------------------------------------------------
+
+    def _chunk_limit(self) -> int:
+        if self._chunk_size:
+            return self._chunk_size
+        return max(1, min(MAX_CHUNK, self._max_parallel // (2 * max(1, len(self._ready)))))
+
+    def _pick(self, avoid: set[int] | None) -> int:
+        candidates = [i for i in self._ready if not avoid or i not in avoid] or self._ready
+        return min(candidates, key=self._load.__getitem__)
+
+    def _dispatch(self, jobs: list[_Job]) -> None:
+        limit = self._chunk_limit()
+        fresh = [job for job in jobs if job.avoid is None]
+        for job in jobs:
+            if job.avoid is not None:  # a retry: any actor it has not failed on yet
+                self._submit(self._pick(job.avoid), [job])
+        while fresh:
+            actor = self._pick(None)
+            chunk, fresh = fresh[:limit], fresh[limit:]
+            self._submit(actor, chunk)
+
+    def _submit(self, actor: int, chunk: list[_Job]) -> None:
+        local: dict[int, int] = {}
+        envs: list[tuple[str, list[ray.ObjectRef]]] = []
+        work: list[tuple[int, Any]] = []
+        for job in chunk:
+            slot = local.get(job.slot)
+            if slot is None:
+                slot = local[job.slot] = len(envs)
+                key, refs, _ = self._table.entries[job.slot]
+                envs.append((key, refs))
+            work.append((slot, job.answer))
+        try:
+            stream = self._actors[actor].run_stream.remote(envs, work)
+        except Exception as exc:  # an answer that cannot be sent (not picklable)
+            if len(chunk) > 1:
+                for job in chunk:
+                    self._submit(actor, [job])
+                return
+            self._settle(chunk[0], self._failure(
+                chunk[0], f"could not send input {chunk[0].index}: {_describe(exc)}",
+                error_type=error_type_for(exc)))
+            return
+        self._in_flight[stream] = (actor, chunk, set(range(len(chunk))))
+        self._n_in_flight += len(chunk)
+        self._load[actor] += len(chunk)
+        self.stats.chunks += 1
+
+    # -- receiving --------------------------------------------------------------------------
+
+    def _chunk_done(self, stream: Any) -> None:
+        """The next reply of a chunk's stream is ready: settle or retry the runs it carries."""
+        actor, chunk, waiting = self._in_flight[stream]
+        try:
+            pairs = ray.get(next(stream))
+            if not isinstance(pairs, list):
+                raise RuntimeError(f"sent {type(pairs).__name__} instead of results")
+        except StopIteration:  # the stream ended with runs unreported: never expected
+            pairs, error = [], RuntimeError(f"stream ended without {len(waiting)} results")
+        except Exception as exc:
+            pairs, error = [], exc
+        else:
+            error = None
+        for position, result in pairs:
+            if position not in waiting:
+                continue
+            waiting.discard(position)
+            self._release(actor, 1)
+            job = chunk[position]
+            if _retryable(result):
+                self._again(job, actor, result.details or result.error_type or "", last=result)
+            else:
+                self._settle(job, result)
+        if error is not None and waiting:
+            lost = [chunk[p] for p in sorted(waiting)]
+            waiting.clear()
+            self._release(actor, len(lost))
+            self._chunk_failed(actor, lost, error)
+        if not waiting:
+            del self._in_flight[stream]
+
+    def _release(self, actor: int, runs: int) -> None:
+        self._n_in_flight -= runs
+        self._load[actor] -= runs
+
+    def _chunk_failed(self, actor: int, chunk: list[_Job], exc: BaseException) -> None:
+        label = f"verifier actor {self._pool.name}-{actor}"
+        if isinstance(exc, RayActorError) or is_infrastructure_failure(exc):
+            self.stats.actor_failures += 1
+            logger.warning("%s failed, retrying its %d runs elsewhere: %s",
+                           label, len(chunk), _describe(exc))
+            self._ready.discard(actor)
+            self._ping(actor)
+            for job in chunk:
+                self._again(job, actor, f"{label} failed: {_describe(exc)}")
+            return
+        cause = exc.cause if isinstance(exc, RayTaskError) and exc.cause is not None else exc
+        for job in chunk:  # a bug, not an outage: another try would fail the same way
+            self._settle(job, self._failure(job, f"{label} raised {_describe(cause)}",
+                                            error_type=error_type_for(cause)))
+
+    def _again(self, job: _Job, actor: int, cause: str, last: RunResult | None = None) -> None:
+        job.attempts += 1
+        job.avoid = (job.avoid or set()) | {actor}
+        if job.attempts <= self._max_retries:
+            self.stats.retries += 1
+            self._retry.append(job)
+            return
+        self.stats.exhausted += 1
+        details = f"no verdict after {job.attempts} attempts: {cause}"
+        if last is not None:
+            self._settle(job, last.model_copy(update={"details": details}))
+        else:
+            self._settle(job, self._failure(job, details))
+
+    def _failure(self, job: _Job, details: str, error_type: str = contract.SANDBOX_ERROR):
+        return RunResult(error_type=error_type, details=details,
+                         env_name=self._table.name(job.slot))
+
+    def _settle(self, job: _Job, result: RunResult) -> None:
+        self._done[job.index] = result
+        self.stats.results += 1
+        if not result.has_verdict:
+            self.stats.no_verdict += 1
+        if self._on_result is not None:
+            self._on_result(job.index, result)
+
+    # -- actor liveness ---------------------------------------------------------------------
+
+    def _ping(self, actor: int) -> None:
+        if actor in self._pings.values() or actor in self._later:
+            return
+        self._pings[self._actors[actor].ping.remote()] = actor
+
+    def _ping_done(self, ref: ray.ObjectRef) -> None:
+        actor = self._pings.pop(ref)
+        try:
+            ray.get(ref)
+        except ActorDiedError:  # gone for good (killed without restart): make a new one
+            self._later[actor] = (time.monotonic() + REVIVE_DELAY, True)
+            return
+        except Exception as exc:  # restarting, or its node is going away: ask again later
+            logger.debug("actor %d not ready yet: %s", actor, _describe(exc))
+            self._later[actor] = (time.monotonic() + REVIVE_DELAY, False)
+            return
+        self._ready.add(actor)
+
+    def _revive_due(self) -> None:
+        now = time.monotonic()
+        for actor, (when, revive) in list(self._later.items()):
+            if when > now:
+                continue
+            del self._later[actor]
+            if revive:
+                try:
+                    self._actors[actor] = self._pool._revive(actor, self._actors[actor])
+                except Exception as exc:  # Ray could not make it now: try again later
+                    logger.warning("could not restart verifier actor %s-%d: %s",
+                                   self._pool.name, actor, _describe(exc))
+                    self._later[actor] = (now + REVIVE_DELAY, True)
+                    continue
+            self._ping(actor)

@@ -1,0 +1,82 @@
+"""Verifier for max_subarray_sum, written as a script that prints its JSON result.
+
+Run as ``python verifier.py SOLUTION_PATH``. Expected sums come from prefix sums (a different
+method from Kadane's), cross-checked by brute force on small inputs.
+"""
+
+import json
+import random
+import sys
+
+from deepgym_solution import load_solution
+
+
+def _best_by_prefix_sums(nums):
+    best, prefix, lowest_prefix = nums[0], 0, 0
+    for value in nums:
+        prefix += value
+        best = max(best, prefix - lowest_prefix)
+        lowest_prefix = min(lowest_prefix, prefix)
+    return best
+
+
+def _brute_force(nums):
+    return max(sum(nums[i:j]) for i in range(len(nums)) for j in range(i + 1, len(nums) + 1))
+
+
+def _cases():
+    cases = [
+        ("single_positive", [5]),
+        ("single_negative", [-7]),
+        ("example", [-2, 1, -3, 4, -1, 2, 1, -5, 4]),
+        ("all_negative", [-3, -1, -2]),
+        ("all_zero", [0, 0, 0]),
+        ("whole_array", [1, 2, 3, 4]),
+        ("negative_then_zero", [-5, 0, -1]),
+        ("big_numbers", [10**9, -1, 10**9, -(10**9), 10**9]),
+    ]
+    rng = random.Random(1234)
+    for i in range(12):
+        nums = [rng.randint(-50, 50) for _ in range(rng.randint(1, 40))]
+        cases.append((f"random_{i:02d}", nums))
+    for i in range(3):
+        nums = [rng.randint(-(10**9), 10**9) for _ in range(20000)]
+        cases.append((f"large_{i}", nums))
+    return cases
+
+
+def main(solution_path):
+    cases = []
+    for case_id, nums in _cases():
+        expected = _best_by_prefix_sums(nums)
+        if len(nums) <= 40 and _brute_force(nums) != expected:
+            raise AssertionError(f"verifier self-check failed on case {case_id}")
+        cases.append((case_id, nums, expected))
+    load_error = None
+    try:
+        solution = load_solution(solution_path)
+    except Exception as exc:
+        solution, load_error = None, f"could not load the solution: {type(exc).__name__}: {exc}"
+    results = []
+    for case_id, nums, expected in cases:
+        if solution is None:
+            ok, note = False, load_error
+        else:
+            try:
+                got = solution.max_subarray_sum(nums)
+                ok = type(got) is int and got == expected
+                note = "" if ok else f"expected {expected}, got {got!r}"[:200]
+            except Exception as exc:
+                ok, note = False, f"{type(exc).__name__}: {exc}"[:200]
+        results.append({"id": case_id, "passed": ok, "score": 1.0 if ok else 0.0, "error": note})
+    n_passed = sum(case["passed"] for case in results)
+    return {
+        "score": n_passed / len(results),
+        "passed": n_passed == len(results),
+        "details": f"{n_passed}/{len(results)} cases passed",
+        "cases": results,
+    }
+
+
+if __name__ == "__main__":
+    print(json.dumps(main(sys.argv[1])))

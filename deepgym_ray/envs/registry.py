@@ -1,0 +1,122 @@
+"""Environment folders: load one by built-in name or path, list the built-in ones.
+
+A folder holds ``task.md``, ``verifier.py``, ``reference_solution.py`` and ``metadata.json``
+(name, difficulty, domain, tags, timeout, case_timeout), optionally ``test_cases.json`` and
+support files (any other file next to the verifier). The verifier's code is read into the
+Environment so it travels to other nodes with it.
+
+Example:
+    >>> load_environment("coin_change").name
+    'coin_change'
+    >>> "coin_change" in [e["name"] for e in list_environments()]
+    True
+"""
+
+from __future__ import annotations
+
+import difflib
+import importlib
+import json
+from pathlib import Path
+from typing import Any
+
+from deepgym_ray.models import RESERVED_SANDBOX_NAMES, RESERVED_SANDBOX_PREFIX, Environment
+
+BUILTIN_DIR = Path(__file__).resolve().parent
+_FOLDER_FILES = {"task.md", "verifier.py", "reference_solution.py", "metadata.json",
+                 "test_cases.json"}
+_SKIP = {"__pycache__", ".DS_Store"}
+_MAX_SUPPORT_BYTES = 8 << 20
+
+
+def builtin_names() -> list[str]:
+    """Names of the built-in environments (folders with a verifier.py)."""
+    return sorted(p.name for p in BUILTIN_DIR.iterdir()
+                  if p.is_dir() and (p / "verifier.py").is_file())
+
+
+def _read_json(path: Path) -> Any:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise ValueError(f"cannot read {path}: {exc}") from exc
+
+
+def _support_files(folder: Path) -> dict[str, str]:
+    files: dict[str, str] = {}
+    for path in sorted(folder.rglob("*")):
+        rel = path.relative_to(folder)
+        if not path.is_file() or any(part in _SKIP for part in rel.parts):
+            continue
+        if len(rel.parts) == 1 and rel.name in _FOLDER_FILES:
+            continue
+        top = rel.parts[0]
+        if top in RESERVED_SANDBOX_NAMES or top.startswith(RESERVED_SANDBOX_PREFIX):
+            continue
+        if path.stat().st_size > _MAX_SUPPORT_BYTES:
+            raise ValueError(f"support file {path} is larger than {_MAX_SUPPORT_BYTES} bytes")
+        try:
+            files[rel.as_posix()] = path.read_text(encoding="utf-8")
+        except UnicodeDecodeError as exc:
+            raise ValueError(f"support file {path} is not UTF-8 text") from exc
+    return files
+
+
+def load_folder(folder: str | Path, name: str | None = None) -> Environment:
+    """An Environment from a folder in the format above."""
+    folder = Path(folder)
+    verifier = folder / "verifier.py"
+    if not verifier.is_file():
+        raise ValueError(f"{folder} is not an environment folder: it has no verifier.py")
+    meta = _read_json(folder / "metadata.json") if (folder / "metadata.json").is_file() else {}
+    if not isinstance(meta, dict):
+        raise ValueError(f"{folder / 'metadata.json'} must hold a JSON object")
+    task = folder / "task.md"
+    reference = folder / "reference_solution.py"
+    tests = folder / "test_cases.json"
+    fields: dict[str, Any] = {
+        "name": name or folder.resolve().name,
+        "task": task.read_text(encoding="utf-8") if task.is_file() else "",
+        "verifier_code": verifier.read_text(encoding="utf-8"),
+        "reference_solution": reference.read_text(encoding="utf-8") if reference.is_file()
+        else None,
+        "support_files": _support_files(folder),
+        "test_cases": _read_json(tests) if tests.is_file() else None,
+    }
+    for key in ("timeout", "case_timeout", "difficulty", "domain", "tags", "image", "env_vars"):
+        if meta.get(key) is not None:
+            fields[key] = meta[key]
+    try:
+        return Environment(**fields)
+    except ValueError as exc:
+        raise ValueError(f"environment folder {folder} is invalid: {exc}") from exc
+
+
+def load_environment(name_or_path: str | Path) -> Environment:
+    """A built-in environment by name, a suite member (``humaneval/0``), or a folder path."""
+    text = str(name_or_path)
+    path = Path(name_or_path).expanduser()
+    if path.is_dir():
+        return load_folder(path)
+    if text in builtin_names():
+        return load_folder(BUILTIN_DIR / text)
+    if "/" in text and not text.startswith((".", "/", "~")):
+        importers = importlib.import_module("deepgym_ray.importers")
+        loader = getattr(importers, "load_suite_environment", None)
+        if loader is not None:
+            return loader(text)
+    close = difflib.get_close_matches(text, builtin_names(), n=5, cutoff=0.5)
+    hint = f"; did you mean {', '.join(close)}?" if close else ""
+    raise ValueError(f"unknown environment {text!r}: not a built-in name or an environment "
+                     f"folder{hint} (see list_environments())")
+
+
+def list_environments() -> list[dict[str, Any]]:
+    """Name, difficulty, domain and tags of every built-in environment."""
+    out = []
+    for name in builtin_names():
+        meta_path = BUILTIN_DIR / name / "metadata.json"
+        meta = _read_json(meta_path) if meta_path.is_file() else {}
+        out.append({"name": name, "difficulty": meta.get("difficulty"),
+                    "domain": meta.get("domain"), "tags": list(meta.get("tags") or [])})
+    return out

@@ -1,0 +1,77 @@
+"""Verifier for roman_numerals. Reports reward_components: one pass rate per direction.
+
+The verifier builds numerals digit by digit from a table of the standard forms of each
+decimal digit (a different method from greedy subtraction) and reads them back with that table.
+"""
+
+import random
+
+from deepgym_solution import load_solution
+
+_DIGIT_FORMS = [
+    ["", "M", "MM", "MMM"],
+    ["", "C", "CC", "CCC", "CD", "D", "DC", "DCC", "DCCC", "CM"],
+    ["", "X", "XX", "XXX", "XL", "L", "LX", "LXX", "LXXX", "XC"],
+    ["", "I", "II", "III", "IV", "V", "VI", "VII", "VIII", "IX"],
+]
+_ALL = {}  # numeral -> number, for every number from 1 to 3999
+
+
+def _roman(number):
+    digits = f"{number:04d}"
+    return "".join(forms[int(d)] for forms, d in zip(_DIGIT_FORMS, digits, strict=False))
+
+
+def _numbers():
+    edge = [1, 3, 4, 5, 9, 10, 14, 40, 49, 90, 99, 400, 444, 900, 999, 1994, 2024, 3888, 3999]
+    rng = random.Random(1234)
+    return edge + rng.sample(range(1, 4000), 8)
+
+
+def _cases():
+    if not _ALL:
+        _ALL.update((_roman(n), n) for n in range(1, 4000))
+        if len(_ALL) != 3999:
+            raise AssertionError("verifier self-check failed: numerals are not unique")
+    cases = []
+    for number in _numbers():
+        numeral = _roman(number)
+        if _ALL[numeral] != number:
+            raise AssertionError(f"verifier self-check failed on {number}")
+        cases.append((f"to_roman_{number}", "to_roman", number, numeral))
+        cases.append((f"from_roman_{numeral}", "from_roman", numeral, number))
+    return cases
+
+
+def verify(solution_path, test_cases_path=None):
+    cases = _cases()
+    load_error = None
+    try:
+        solution = load_solution(solution_path)
+    except Exception as exc:
+        solution, load_error = None, f"could not load the solution: {type(exc).__name__}: {exc}"
+    results = []
+    for case_id, function, argument, expected in cases:
+        if solution is None:
+            ok, note = False, load_error
+        else:
+            try:
+                got = getattr(solution, function)(argument)
+                ok = type(got) is type(expected) and got == expected
+                note = "" if ok else f"{function}({argument!r}): expected {expected!r}, got {got!r}"
+            except Exception as exc:
+                ok, note = False, f"{type(exc).__name__}: {exc}"
+        results.append({"id": case_id, "passed": ok, "score": 1.0 if ok else 0.0,
+                        "direction": function, "error": note[:200]})
+    components = {}
+    for direction in ("to_roman", "from_roman"):
+        mine = [case["passed"] for case in results if case["direction"] == direction]
+        components[direction] = sum(mine) / len(mine)
+    n_passed = sum(case["passed"] for case in results)
+    return {
+        "score": n_passed / len(results),
+        "passed": n_passed == len(results),
+        "details": f"{n_passed}/{len(results)} cases passed",
+        "reward_components": components,
+        "cases": results,
+    }

@@ -1,0 +1,272 @@
+"""Reward functions for TRL's GRPOTrainer (and any trainer with TRL's calling convention).
+
+TRL calls a reward function as ``fn(prompts=..., completions=..., completion_ids=..., **columns,
+trainer_state=..., log_extra=..., log_metric=...)``: every dataset column comes as a list aligned
+with the completions, ``log_metric(name, value)`` records a scalar for the step and
+``log_extra(column, values)`` adds a column to the completions table (TRL >= 1.x; older versions
+pass neither, and both are optional here).
+
+What the reward function does with a batch: each completion (plain text, or a conversation whose
+last assistant turn is the answer) is routed to its environment (a
+:class:`~deepgym_ray.mixed.MixedEnvironment` reads the row's columns), scored on the Ray pool with
+at most ``max_parallel`` runs in flight, and turned into a reward: the score, or one reward
+component with ``component=`` (a result without that component gives its score), or None where
+there is no verdict (TRL then leaves the completion out of its group's baseline). It logs the
+batch's no-verdict rate as ``<name>/no_verdict_rate`` and each completion's ``error_type``.
+Functions built on the same client and environment (one per component) score each batch once
+between them (see :mod:`deepgym_ray.integrations.shared`).
+
+Example:
+    >>> from deepgym_ray.envs import load_environment              # doctest: +SKIP
+    >>> reward_fn = make_trl_reward_fn(load_environment("coin_change"))  # doctest: +SKIP
+    >>> trainer = GRPOTrainer(model=..., reward_funcs=[reward_fn], ...)  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+from collections.abc import Sequence
+from typing import Any
+
+from deepgym_ray.integrations.shared import batch_key, shared_batch_for
+from deepgym_ray.models import Environment, RunResult
+
+__all__ = [
+    "TRLAsyncRewardFunction",
+    "TRLRewardFunction",
+    "default_client",
+    "make_trl_async_reward_fn",
+    "make_trl_reward_fn",
+    "reward_of",
+]
+
+logger = logging.getLogger(__name__)
+
+# Keyword arguments TRL passes that are not dataset columns: never used for routing.
+TRL_ARGUMENTS = frozenset(
+    {"prompts", "completion_ids", "trainer_state", "log_extra", "log_metric", "environments"}
+)
+
+
+_DEFAULT_CLIENTS: dict[str, Any] = {}
+_DEFAULT_LOCK = threading.Lock()
+
+
+def default_client() -> Any:
+    """The client a reward function uses when none is given: ``DeepGym(mode="auto")`` on the
+    Ray pool.
+
+    Auto picks Daytona when ``DAYTONA_API_KEY`` is set and its SDK is installed, else local
+    sandboxes, with one warning when the key is set but the SDK is missing. The choice is made
+    here, on the driver, and the actors get the concrete mode: deciding in every actor would
+    warn once per actor.
+    """
+    from deepgym_ray.client import DeepGym
+    from deepgym_ray.sandboxes import resolve_mode
+
+    mode = resolve_mode("auto")
+    with _DEFAULT_LOCK:
+        # One per process and mode, so reward functions built without a client (one per
+        # component) are siblings that share each batch's scoring.
+        client = _DEFAULT_CLIENTS.get(mode)
+        if client is None:
+            client = _DEFAULT_CLIENTS[mode] = DeepGym(mode=mode, backend="ray")
+        return client
+
+
+def _for_siblings(exc: BaseException) -> Exception:
+    """What siblings waiting on a failed scoring see: an Exception, so they score themselves
+    (a cancelled owner must not cancel them)."""
+    return exc if isinstance(exc, Exception) else RuntimeError(f"scoring interrupted: {exc!r}")
+
+
+def reward_of(result: RunResult, component: str | None = None) -> float | None:
+    """The reward a trainer gets for ``result``: None without a verdict, else the score or
+    the named reward component (the score when the result lacks that component)."""
+    if not result.has_verdict:
+        return None
+    if component is not None and result.reward_components \
+            and component in result.reward_components:
+        return float(result.reward_components[component])
+    return float(result.score)
+
+
+class _TRLRewardBase:
+    """What the sync and async TRL reward functions share: checks, naming, logging."""
+
+    def __init__(
+        self,
+        env: Any,
+        client: Any = None,
+        max_parallel: int = 32,
+        component: str | None = None,
+        name: str | None = None,
+    ) -> None:
+        from deepgym_ray.mixed import MixedEnvironment
+
+        # Any router with MixedEnvironment's route() will do; a name or a path will not.
+        if not isinstance(env, (Environment, MixedEnvironment)) \
+                and not callable(getattr(env, "route", None)):
+            raise TypeError(
+                "env must be an Environment or a MixedEnvironment, got "
+                f"{type(env).__name__} (load one with deepgym_ray.envs.load_environment)"
+            )
+        if isinstance(max_parallel, bool) or not isinstance(max_parallel, int) \
+                or max_parallel < 1:
+            raise ValueError(f"max_parallel must be an int >= 1, got {max_parallel!r}")
+        if component is not None and (not isinstance(component, str) or not component):
+            raise ValueError(f"component must be a reward component's name, got {component!r}")
+        self.env = env
+        self.client = client if client is not None else default_client()
+        self.max_parallel = max_parallel
+        self.component = component
+        # TRL names the reward in its logs after __name__.
+        self.__name__ = name or ("deepgym" if component is None else f"deepgym_{component}")
+        self._scorer = self._make_scorer()
+        self._shared = shared_batch_for(self.client, env)
+
+    def _make_scorer(self) -> Any:  # pragma: no cover - overridden
+        raise NotImplementedError
+
+    @property
+    def error_type_column(self) -> str:
+        """The completions-table column this function fills (one per function, so two
+        reward functions never write into the same column)."""
+        return "error_type" if self.__name__ == "deepgym" else f"{self.__name__}/error_type"
+
+    @staticmethod
+    def _columns(kwargs: dict[str, Any]) -> dict[str, Any]:
+        return {k: v for k, v in kwargs.items() if k not in TRL_ARGUMENTS}
+
+    def _claim(self, completions: list[Any], columns: dict[str, Any]):
+        """Join a sibling's scoring of this very batch, or own its scoring (see shared.py)."""
+        if isinstance(self.env, Environment):
+            names = [self.env.name]
+        else:  # routing is cheap and on the driver; a bad row fails here, named
+            names = [e.name for e in self.env.route(completions, **columns)]
+        return self._shared.claim(id(self), batch_key(completions, names))
+
+    def _reused(self, results: list[RunResult]) -> list[RunResult]:
+        self._scorer.masked_rate.update(results)  # this function's own tally counts them too
+        return list(results)
+
+    def _finish(self, results: Sequence[RunResult], kwargs: dict[str, Any]) -> list[float | None]:
+        rewards = [reward_of(r, self.component) for r in results]
+        missing = sum(1 for r in rewards if r is None)
+        rate = missing / len(rewards) if rewards else 0.0
+        log_metric = kwargs.get("log_metric")
+        if callable(log_metric):
+            log_metric(f"{self.__name__}/no_verdict_rate", rate)
+        log_extra = kwargs.get("log_extra")
+        if callable(log_extra):
+            log_extra(self.error_type_column, [r.error_type for r in results])
+        if missing:
+            logger.debug("%s: %d of %d completions got no verdict", self.__name__, missing,
+                         len(rewards))
+        return rewards
+
+    def __repr__(self) -> str:
+        env_name = getattr(self.env, "name", "?")
+        extra = f", component={self.component!r}" if self.component else ""
+        return f"{type(self).__name__}({env_name!r}{extra}, max_parallel={self.max_parallel})"
+
+
+class TRLRewardFunction(_TRLRewardBase):
+    """The synchronous TRL reward function (see :func:`make_trl_reward_fn`)."""
+
+    def _make_scorer(self) -> Any:
+        from deepgym_ray.reward import RewardFunction
+
+        return RewardFunction(
+            self.env, client=self.client, max_parallel=self.max_parallel, name=self.__name__
+        )
+
+    def results(self, completions: Sequence[Any], **kwargs: Any) -> list[RunResult]:
+        """The RunResult of each completion, in order (routing by the row columns in kwargs)."""
+        completions, columns = list(completions), self._columns(kwargs)
+        future, owner = self._claim(completions, columns)
+        # Only a finished sibling scoring is taken: waiting here on one still running could be
+        # waiting on an async sibling of this very thread's event loop.
+        if not owner and future.done() and future.exception() is None:
+            return self._reused(future.result())
+        if not owner:
+            return list(self._scorer.results(completions, **columns))
+        try:
+            results = list(self._scorer.results(completions, **columns))
+        except BaseException as exc:
+            future.set_exception(_for_siblings(exc))
+            raise
+        future.set_result(results)
+        return results
+
+    def __call__(self, completions: Sequence[Any], **kwargs: Any) -> list[float | None]:
+        return self._finish(self.results(completions, **kwargs), kwargs)
+
+
+class TRLAsyncRewardFunction(_TRLRewardBase):
+    """The asynchronous TRL reward function (see :func:`make_trl_async_reward_fn`). TRL runs
+    async reward functions concurrently with each other on its own event loop."""
+
+    def _make_scorer(self) -> Any:
+        from deepgym_ray.reward import AsyncRewardFunction
+
+        return AsyncRewardFunction(
+            self.env, client=self.client, max_parallel=self.max_parallel, name=self.__name__
+        )
+
+    async def results(self, completions: Sequence[Any], **kwargs: Any) -> list[RunResult]:
+        """The RunResult of each completion, in order, without blocking the event loop."""
+        completions, columns = list(completions), self._columns(kwargs)
+        future, owner = self._claim(completions, columns)
+        if not owner:
+            try:
+                return self._reused(await asyncio.wrap_future(future))
+            except Exception:  # the sibling's scoring failed: try on our own
+                return list(await self._scorer.results(completions, **columns))
+        try:
+            results = list(await self._scorer.results(completions, **columns))
+        except BaseException as exc:
+            future.set_exception(_for_siblings(exc))
+            raise
+        future.set_result(results)
+        return results
+
+    async def __call__(self, completions: Sequence[Any], **kwargs: Any) -> list[float | None]:
+        return self._finish(await self.results(completions, **kwargs), kwargs)
+
+
+def make_trl_reward_fn(
+    env: Any,
+    client: Any = None,
+    max_parallel: int = 32,
+    component: str | None = None,
+    *,
+    name: str | None = None,
+) -> TRLRewardFunction:
+    """A reward function for ``GRPOTrainer(reward_funcs=[...])``.
+
+    ``env`` is an Environment or a MixedEnvironment; ``client`` a DeepGym client (default
+    ``DeepGym(mode="auto")``); ``max_parallel`` caps the runs in flight; ``component`` returns
+    that reward component instead of the score; ``name`` overrides the name TRL logs it under
+    (``deepgym``, or ``deepgym_<component>``).
+
+    Example:
+        >>> reward_fn = make_trl_reward_fn(env, DeepGym(mode="local"))  # doctest: +SKIP
+        >>> reward_fn(completions=["```python\\nprint(1)\\n```"])         # doctest: +SKIP
+        [0.0]
+    """
+    return TRLRewardFunction(env, client, max_parallel, component, name)
+
+
+def make_trl_async_reward_fn(
+    env: Any,
+    client: Any = None,
+    max_parallel: int = 32,
+    component: str | None = None,
+    *,
+    name: str | None = None,
+) -> TRLAsyncRewardFunction:
+    """The async version of :func:`make_trl_reward_fn` (``await reward_fn(completions=...)``)."""
+    return TRLAsyncRewardFunction(env, client, max_parallel, component, name)

@@ -1,0 +1,371 @@
+"""The judge runner: runs one verifier against one solution and reports one result (stdlib only).
+
+Copied into every sandbox with ``deepgym_solution.py`` and ``deepgym_worker.py`` and started as
+``python3 -I -S deepgym_runner.py``. Its first stdin line is a JSON config holding a per-run random
+``token``; the result goes to the runner's own stdout as ``<token> <json>``. Nothing else can write
+there: the verifier's prints are captured in memory, file descriptor 1 points at stderr while the
+verifier runs, and solution processes get their own pipes. The solution never sees the token.
+
+The three verifier shapes, told apart by parsing:
+- a module defining ``verify(solution_path, test_cases_path=None)``;
+- a script printing its JSON result (run as ``__main__`` with ``argv[1:] = [solution, tests]``);
+- a bare function body using ``solution_path`` / ``test_cases_path`` and ending in ``return``.
+
+Exit codes: 0 passed, 1 failed, 2 the verifier could not judge.
+
+Example (what the host sends on stdin):
+    {"token": "9f...", "verifier": "verifier.py", "solution": "solution.py", "timeout": 60, ...}
+"""
+
+import io
+import json
+import math
+import os
+import signal
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+MAX_CAPTURE = 8 << 20
+
+
+class _Deadline(BaseException):
+    """The run's time limit; a BaseException so a verifier's ``except Exception`` cannot eat it."""
+
+
+class _BoundedText(io.TextIOBase):
+    """An in-memory stdout for the verifier that keeps the first and last few MB."""
+
+    def __init__(self):
+        self.head, self.tail, self.size = [], "", 0
+
+    def writable(self):
+        return True
+
+    def write(self, text):
+        text = str(text)
+        if self.size < MAX_CAPTURE:
+            self.head.append(text[: MAX_CAPTURE - self.size])
+        self.size += len(text)
+        self.tail = (self.tail + text)[-MAX_CAPTURE:]
+        return len(text)
+
+    def value(self):
+        head = "".join(self.head)
+        return head if self.size <= MAX_CAPTURE else self.tail
+
+
+def _set_limits(limits):
+    import resource
+
+    names = {"as": resource.RLIMIT_AS, "fsize": resource.RLIMIT_FSIZE,
+             "nofile": resource.RLIMIT_NOFILE, "core": resource.RLIMIT_CORE}
+    for name, value in (limits or {}).items():
+        if name in names and value is not None:
+            try:
+                resource.setrlimit(names[name], (int(value), int(value)))
+            except (ValueError, OSError):
+                pass
+
+
+def detect_shape(source):
+    """'module', 'script' or 'body' (raises SyntaxError for none of them)."""
+    import ast  # only when the host did not tell the shape: it costs a few ms to import
+
+    tree = ast.parse(source)
+    if _has_top_level_return(tree.body):
+        ast.parse(_as_function(source))
+        return "body"
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == "verify":
+            return "module"
+    return "script"
+
+
+def _has_top_level_return(nodes):
+    # A ``return`` outside any def (the parser accepts it; only compiling rejects it).
+    import ast
+
+    stack = list(nodes)
+    while stack:
+        node = stack.pop()
+        if isinstance(node, ast.Return):
+            return True
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+            continue
+        stack.extend(ast.iter_child_nodes(node))
+    return False
+
+
+def _as_function(source):
+    body = "\n".join("    " + line for line in source.splitlines()) or "    pass"
+    return "def verify(solution_path, test_cases_path=None):\n" + body + "\n"
+
+
+def _last_json(text):
+    """The last line of ``text`` that is a JSON result (object, number or bool)."""
+    for line in reversed(text.strip().splitlines()):
+        line = line.strip()
+        if not line:
+            continue
+        try:
+            value = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(value, (dict, int, float, bool)):
+            return value
+    return None
+
+
+class VerifierFailed(Exception):
+    """The verifier did not produce a usable result (no verdict unless the solution was in play)."""
+
+
+def normalise(value):
+    """Turn a verifier's float, bool or dict into the result fields."""
+    if isinstance(value, bool):
+        return {"score": 1.0 if value else 0.0, "passed": value}
+    if isinstance(value, (int, float)):
+        score = float(value)
+        return {"score": score, "passed": score >= 1.0 - 1e-9}
+    if not isinstance(value, dict):
+        raise VerifierFailed(f"the verifier returned {type(value).__name__}, "
+                             "expected a float, a bool or a dict")
+    out = {}
+    if "score" in value:
+        score = value["score"]
+        if isinstance(score, bool) or not isinstance(score, (int, float)):
+            raise VerifierFailed(f"the verifier's score is {type(score).__name__}, not a number")
+        out["score"] = float(score)
+    elif isinstance(value.get("passed"), bool):
+        out["score"] = 1.0 if value["passed"] else 0.0
+    else:
+        raise VerifierFailed("the verifier's result has no 'score'")
+    passed = value.get("passed")
+    out["passed"] = bool(passed) if passed is not None else out["score"] >= 1.0 - 1e-9
+    if value.get("details") is not None:
+        details = value["details"]
+        out["details"] = details if isinstance(details, str) else json.dumps(details, default=repr)
+    components = value.get("reward_components")
+    if isinstance(components, dict):
+        out["reward_components"] = {str(k): v for k, v in components.items()}
+    cases = value.get("cases")
+    if isinstance(cases, list):
+        out["cases"] = []
+        for i, case in enumerate(cases):
+            if not isinstance(case, dict):
+                continue
+            case = dict(case)
+            case.setdefault("id", f"test_{i}")
+            case["passed"] = bool(case.get("passed", False))
+            case.setdefault("score", 1.0 if case["passed"] else 0.0)
+            out["cases"].append(case)
+    return out
+
+
+def _install_in_play_hooks(solution_path, dg):
+    """Date the moment the verifier touches the solution's file (an ``open`` of it)."""
+    target = os.path.realpath(solution_path)
+
+    def hook(event, args):
+        if event == "open" and not dg._STATE["in_play"] and args and isinstance(args[0], str):
+            try:
+                if os.path.realpath(args[0]) == target:
+                    dg.mark_in_play()
+            except (OSError, ValueError):
+                pass
+
+    sys.addaudithook(hook)
+
+
+def _install_import_guard(solution_path, dg):
+    """A verifier that imports the solution file itself gets a proxy module instead.
+
+    Verifiers written for the product sometimes load the solution with
+    ``importlib.util.spec_from_file_location`` or a plain ``import solution``; running it in
+    this process would let it see the token, so the spec is swapped for one whose module
+    forwards to a solution process.
+    """
+    import importlib.machinery
+    import importlib.util
+    import types
+
+    target = os.path.realpath(solution_path)
+    original = importlib.util.spec_from_file_location
+
+    class _ProxyModule(types.ModuleType):
+        def __getattr__(self, name):
+            if name.startswith("__"):
+                raise AttributeError(name)
+            proxy = self.__dict__.get("_deepgym_proxy")
+            if proxy is None:
+                raise AttributeError(name)
+            return getattr(proxy, name)
+
+    class _Loader:
+        def create_module(self, spec):
+            return _ProxyModule(spec.name)
+
+        def exec_module(self, module):
+            module.__file__ = solution_path
+            module._deepgym_proxy = dg.load_solution(solution_path)
+
+    def spec_from_file_location(name, location=None, *args, **kwargs):
+        try:
+            if location is not None and os.path.realpath(os.fspath(location)) == target:
+                return importlib.machinery.ModuleSpec(name, _Loader(), origin=solution_path)
+        except (TypeError, ValueError, OSError):
+            pass
+        return original(name, location, *args, **kwargs)
+
+    importlib.util.spec_from_file_location = spec_from_file_location
+    stem = os.path.splitext(os.path.basename(solution_path))[0]
+
+    class _Finder:
+        """``import solution`` (the solution's folder on sys.path) gets the proxy too."""
+
+        @staticmethod
+        def find_spec(name, path=None, target_module=None):
+            if name.rpartition(".")[2] != stem:
+                return None
+            spec = importlib.machinery.PathFinder.find_spec(name, path)
+            if spec is not None and spec.origin and os.path.realpath(spec.origin) == target:
+                return importlib.machinery.ModuleSpec(name, _Loader(), origin=solution_path)
+            return None
+
+    sys.meta_path.insert(0, _Finder)
+
+
+def run_verifier(source, shape, verifier_path, solution_path, tests_path, capture):
+    """Run the verifier; returns (raw result, script exit code)."""
+    if shape == "script":
+        sys.argv = [verifier_path, solution_path] + ([tests_path] if tests_path else [])
+        namespace = {"__name__": "__main__", "__file__": verifier_path,
+                     "__builtins__": __builtins__}
+        code_value = 0
+        try:
+            exec(compile(source, verifier_path, "exec"), namespace)
+        except SystemExit as exc:
+            code_value = exc.code
+        code = code_value if isinstance(code_value, int) else (0 if code_value is None else 1)
+        result = _last_json(capture.value())
+        if code not in (0, 1):
+            return result, code
+        if result is None:
+            raise VerifierFailed("the verifier printed no JSON result")
+        return result, code
+    if shape == "body":
+        source = _as_function(source)
+    namespace = {"__name__": "verifier", "__file__": verifier_path, "__builtins__": __builtins__}
+    exec(compile(source, verifier_path, "exec"), namespace)
+    return namespace["verify"](solution_path, tests_path), 0
+
+
+def main():
+    real_out = os.dup(1)  # the only way out for the result; not inherited by children
+    os.dup2(2, 1)
+    config = json.loads(sys.stdin.readline())
+    sys.stdin.close()
+    token = config["token"]
+    _set_limits(config.get("limits"))
+    state = {"in_play": False, "t_in_play": None}
+    started = time.monotonic()
+
+    def emit(payload):
+        data = (token + " " + json.dumps(payload, default=repr) + "\n").encode()
+        view = memoryview(data)
+        while view:
+            view = view[os.write(real_out, view):]
+
+    def on_in_play():
+        state["in_play"] = True
+        state["t_in_play"] = time.monotonic() - started
+        emit({"event": "in_play", "t": state["t_in_play"]})
+
+    sys.path[:0] = [HERE, os.getcwd()]
+    import deepgym_solution as dg
+
+    dg.configure(launch=config.get("launch") or {}, solution_dir=config.get("solution_dir"),
+                 case_timeout=float(config.get("case_timeout", 10)), on_in_play=on_in_play)
+    verifier_path = os.path.abspath(config.get("verifier", "verifier.py"))
+    solution_path = os.path.abspath(config.get("solution", "solution.py"))
+    tests_path = config.get("test_cases")
+    tests_path = os.path.abspath(tests_path) if tests_path else None
+    _install_in_play_hooks(solution_path, dg)
+    _install_import_guard(solution_path, dg)
+
+    def on_deadline(signum, frame):
+        raise _Deadline()
+
+    if config.get("launch") and config.get("prewarm", True):
+        try:
+            with open(verifier_path, encoding="utf-8") as f:
+                text = f.read()
+            if "load_solution" in text or "spec_from_file_location" in text:
+                dg.prewarm()
+        except OSError:
+            pass  # reported below when the verifier is read for real
+    timings = {"ready": time.monotonic() - started}
+    signal.signal(signal.SIGALRM, on_deadline)
+    signal.setitimer(signal.ITIMER_REAL, max(0.05, float(config.get("timeout", 60))))
+    capture = _BoundedText()
+    sys.stdout = capture
+    result = {}
+    try:
+        with open(verifier_path, encoding="utf-8") as f:
+            source = f.read()
+        shape = config.get("shape") or detect_shape(source)
+        result["shape"] = shape
+        raw, code = run_verifier(source, shape, verifier_path, solution_path, tests_path,
+                                 capture)
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        if code not in (0, 1):
+            details = raw.get("details") if isinstance(raw, dict) else None
+            result.update(kind="reported_error", exit_code=2, error_type="verifier_error",
+                          details=details or f"the verifier exited with code {code}")
+        else:
+            result.update(normalise(raw))
+            result.update(kind="verdict")
+    except VerifierFailed as exc:  # the verifier's own fault, whenever it happened
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        result = {"kind": "verifier_failed", "exit_code": 2, "error_type": "verifier_error",
+                  "score": 0.0, "passed": False, "details": str(exc)}
+    except BaseException as exc:  # noqa: B036 - every failure must become a result
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        result = _failure(exc, state["in_play"], result.get("shape"))
+    finally:
+        sys.stdout = sys.__stdout__
+    timings["verified"] = time.monotonic() - started
+    dg.shutdown_all()
+    timings["shut_down"] = time.monotonic() - started
+    result["timings"] = timings  # where a run's time went, for diagnosis
+    if result["kind"] == "verdict" and "exit_code" not in result:
+        score = result.get("score")
+        valid = isinstance(score, float) and math.isfinite(score) and -1e-6 <= score <= 1 + 1e-6
+        result["exit_code"] = (0 if result.get("passed") else 1) if valid else 2
+    result["in_play"] = state["in_play"]
+    result["final"] = True
+    emit(result)
+    os._exit(int(result["exit_code"]))
+
+
+def _failure(exc, in_play, shape):
+    origin = getattr(exc, "_deepgym_origin", None)
+    if isinstance(exc, _Deadline):
+        origin = "timeout"
+        text = "the run's time limit ran out"
+    else:
+        import traceback
+
+        text = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))[-3000:]
+    base = {"shape": shape, "score": 0.0, "passed": False, "details": text}
+    if in_play:
+        error_type = "solution_timeout" if origin == "timeout" else "solution_error"
+        return dict(base, kind="verdict", exit_code=1, error_type=error_type)
+    if isinstance(exc, _Deadline):
+        return dict(base, kind="timeout", exit_code=2, error_type="timeout")
+    return dict(base, kind="verifier_failed", exit_code=2, error_type="verifier_error")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,235 @@
+"""VerifierPool: a named, cluster-wide pool of verifier actors shared by every driver.
+
+The actors are named ``{pool}-{i}`` in the pool's namespace and detached, so every process of
+the cluster that asks for the pool of the same name gets the same actors (eight trainer ranks on
+a node share one pool), whoever created them. Actor 0 records the pool's shape; a driver that
+finds the pool already there adopts that shape. The actors are spread over the nodes.
+
+Example:
+    >>> from deepgym_ray import DeepGym, VerifierPool                  # doctest: +SKIP
+    >>> pool = VerifierPool(DeepGym("local"))                          # doctest: +SKIP
+    >>> [r.reward for r in pool.map(env, answers, max_parallel=64)]    # doctest: +SKIP
+    [1.0, 0.0, None]
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
+
+from deepgym_ray.cluster import ensure_ray
+from deepgym_ray.config import PoolConfig
+from deepgym_ray.models import Environment, RunResult
+
+__all__ = ["VerifierPool", "default_shape", "ensure_ray", "get_pool"]
+
+logger = logging.getLogger(__name__)
+
+
+def default_shape(mode: str, cluster_cpus: float) -> tuple[int, int]:
+    """(actors, runs per actor) for a cluster with ``cluster_cpus`` CPUs.
+
+    Local and Docker sandboxes burn the actor's node's CPUs, so the pool offers about one run
+    per CPU, two per actor. A remote provider (Daytona) mostly waits on HTTP: many light actors.
+    """
+    cpus = max(1, int(cluster_cpus))
+    if mode == "daytona":
+        return max(2, cpus), 16
+    return max(1, cpus // 2), 2
+
+
+def _default_client() -> Any:
+    from deepgym_ray.client import DeepGym
+
+    return DeepGym()
+
+
+class VerifierPool:
+    """A shared pool of :class:`~deepgym_ray.actor.VerifierActor` s; see the module docstring.
+
+    ``client`` is the DeepGym client each actor gets a copy of (default: ``DeepGym()``);
+    ``config`` overrides ``client.config.pool``. Creating a pool joins or starts Ray, and
+    waits up to ``start_timeout`` for the first actor and ``ready_timeout`` for the others.
+    """
+
+    def __init__(
+        self,
+        client: Any = None,
+        *,
+        config: PoolConfig | None = None,
+        address: str | None = None,
+        start_timeout: float = 300.0,
+        ready_timeout: float = 60.0,
+    ) -> None:
+        self._ray = ensure_ray(address)
+        self.client = client if client is not None else _default_client()
+        client_config = getattr(self.client, "config", None)
+        self.config = config or getattr(client_config, "pool", None) or PoolConfig()
+        self.mode = getattr(client_config, "mode", "local")
+        self.name = self.config.name
+        self.namespace = self.config.namespace
+        self._start_timeout = start_timeout
+        self._ready_timeout = ready_timeout
+        self._lock = threading.Lock()
+        self.actors: list[Any] = []
+        self._connect()
+
+    # -- actors -------------------------------------------------------------------------------
+
+    def _connect(self) -> None:
+        ray = self._ray
+        cpus = ray.cluster_resources().get("CPU", 1)
+        actors, concurrency = default_shape(self.mode, cpus)
+        actors = self.config.actors or actors
+        concurrency = self.config.actor_concurrency or concurrency
+        needed = actors * self.config.num_cpus_per_actor
+        if needed > cpus:
+            logger.warning(
+                "pool %r wants %d actors x %.2f CPUs = %.1f CPUs but the cluster has %.1f; "
+                "the actors that do not fit wait, and the pool runs on the others",
+                self.name, actors, self.config.num_cpus_per_actor, needed, cpus)
+        first = self._get_or_create(0, actors, concurrency)
+        try:
+            manifest = ray.get(first.manifest.remote(), timeout=self._start_timeout)
+        except ray.exceptions.GetTimeoutError:
+            raise RuntimeError(
+                f"verifier actor {self.name}-0 did not start within {self._start_timeout:.0f}s: "
+                f"does the cluster have {self.config.num_cpus_per_actor} CPU free for it?"
+            ) from None
+        # Whoever created the pool first decided its shape; everyone adopts it.
+        self.size, self.concurrency = manifest["actors"], manifest["concurrency"]
+        if (self.size, self.concurrency) != (actors, concurrency):
+            logger.info("pool %r already exists with %d actors x %d; using it as it is",
+                        self.name, self.size, self.concurrency)
+        from deepgym_ray.actor import client_label
+
+        if manifest.get("client") != client_label(self.client):
+            logger.warning(
+                "pool %r was made by a client with %s; its actors keep scoring with that one, "
+                "not with this client's %s (give this client its own PoolConfig.name)",
+                self.name, manifest.get("client"), client_label(self.client))
+        self.actors = [first] + [
+            self._get_or_create(i, self.size, self.concurrency) for i in range(1, self.size)
+        ]
+        # Let the others start too, so the first batch spreads over every node; an actor that
+        # cannot start yet (no room in the cluster) is left behind, and map() routes around it.
+        pending = [actor.ping.remote() for actor in self.actors[1:]]
+        ready, late = ray.wait(pending, num_returns=len(pending), timeout=self._ready_timeout)
+        if late:
+            logger.warning("pool %r: %d of %d actors are not up after %.0fs; working without "
+                           "them until they are", self.name, len(late), self.size,
+                           self._ready_timeout)
+
+    def _get_or_create(self, index: int, actors: int, concurrency: int) -> Any:
+        from deepgym_ray.actor import VerifierActor
+
+        # get_if_exists settles the race of two drivers creating the same actor at once.
+        return VerifierActor.options(
+            name=f"{self.name}-{index}",
+            namespace=self.namespace,
+            get_if_exists=True,
+            lifetime="detached",
+            max_concurrency=concurrency,
+            num_cpus=self.config.num_cpus_per_actor,
+            scheduling_strategy="SPREAD",
+        ).remote(self.client, self.name, index, actors, concurrency)
+
+    def _revive(self, index: int, stale: Any) -> Any:
+        """A handle on actor ``index`` after it died for good (a new one if nobody made it)."""
+        with self._lock:
+            if self.actors[index] is stale:
+                logger.warning("verifier actor %s-%d is gone; starting a new one",
+                               self.name, index)
+                self.actors[index] = self._get_or_create(index, self.size, self.concurrency)
+            return self.actors[index]
+
+    # -- work ---------------------------------------------------------------------------------
+
+    def map(
+        self,
+        env: Environment | Sequence[Environment] | Iterable[Environment],
+        items: Iterable[Any],
+        max_parallel: int = 32,
+        *,
+        on_result: Callable[[int, RunResult], Any] | None = None,
+        chunk_size: int | None = None,
+        max_retries: int | None = None,
+    ):
+        """Score ``items`` (answers) and yield one RunResult per item, in input order.
+
+        ``env`` is one Environment for all items, or one per item (a list or an iterable).
+        At most ``max_parallel`` runs of this call are in flight. ``on_result(index, result)``
+        is called once per item as soon as its result is final (completion order), for
+        progress bars. Returns a :class:`~deepgym_ray.dispatch.MapRun`; its ``stats`` count
+        retries and actor failures.
+        """
+        from deepgym_ray.dispatch import MapRun
+
+        if isinstance(max_parallel, bool) or not isinstance(max_parallel, int) or max_parallel < 1:
+            raise ValueError(f"max_parallel must be a positive integer, got {max_parallel!r}")
+        if chunk_size is not None and (not isinstance(chunk_size, int) or chunk_size < 1):
+            raise ValueError(f"chunk_size must be a positive integer, got {chunk_size!r}")
+        if not isinstance(env, Environment):
+            if isinstance(env, (str, bytes)) or not isinstance(env, Iterable):
+                raise TypeError("env must be an Environment or one Environment per item, "
+                                f"got {type(env).__name__}")
+            if isinstance(env, Sequence) and isinstance(items, Sequence) \
+                    and len(env) != len(items):
+                raise ValueError(f"got {len(env)} environments for {len(items)} items")
+        return MapRun(
+            self, env, items,
+            max_parallel=max_parallel,
+            max_retries=self.config.max_retries if max_retries is None else max_retries,
+            on_result=on_result,
+            chunk_size=chunk_size,
+        )
+
+    def stats(self, run_log: bool = False) -> list[dict[str, Any]]:
+        """Every live actor's counters (see ``VerifierActor.stats``); dead ones are left out."""
+        ray = self._ray
+        out = []
+        for actor in list(self.actors):
+            try:
+                out.append(ray.get(actor.stats.remote(run_log), timeout=60))
+            except (ray.exceptions.RayActorError, ray.exceptions.GetTimeoutError):
+                continue
+        return out
+
+    def shutdown(self) -> None:
+        """Kill the pool's actors, for every driver that uses them."""
+        ray = self._ray
+        with self._lock:
+            for actor in self.actors:
+                try:
+                    ray.kill(actor, no_restart=True)
+                except Exception as exc:  # already gone
+                    logger.debug("kill %s: %s", actor, exc)
+            self.actors = []
+        _POOLS.pop(self._cache_key(), None)
+
+    def _cache_key(self) -> tuple[str, str, str]:
+        return (self.namespace, self.name, self._ray.get_runtime_context().get_job_id())
+
+    def __repr__(self) -> str:
+        return (f"VerifierPool(name={self.name!r}, namespace={self.namespace!r}, "
+                f"actors={len(self.actors)}, concurrency={getattr(self, 'concurrency', None)})")
+
+
+_POOLS: dict[tuple[str, str, str], VerifierPool] = {}
+_POOLS_LOCK = threading.Lock()
+
+
+def get_pool(client: Any = None, config: PoolConfig | None = None) -> VerifierPool:
+    """The process's VerifierPool for this client's pool name (made on first use)."""
+    ray = ensure_ray()
+    if client is None:
+        client = _default_client()
+    cfg = config or getattr(getattr(client, "config", None), "pool", None) or PoolConfig()
+    key = (cfg.namespace, cfg.name, ray.get_runtime_context().get_job_id())
+    with _POOLS_LOCK:
+        pool = _POOLS.get(key)
+        if pool is None or not pool.actors:
+            pool = _POOLS[key] = VerifierPool(client, config=cfg)
+        return pool

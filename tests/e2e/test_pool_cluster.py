@@ -1,0 +1,148 @@
+"""The pool on a real 3-node ray.cluster_utils.Cluster (127.0.0.1), and the embedded default."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import textwrap
+import uuid
+from pathlib import Path
+
+import pytest
+
+ray = pytest.importorskip("ray")
+
+sys.path.insert(0, str(Path(__file__).parents[1]))  # tests/providers.py
+from providers import make_client, script  # noqa: E402
+
+from deepgym_ray.config import PoolConfig  # noqa: E402
+from deepgym_ray.models import Environment  # noqa: E402
+from deepgym_ray.pool import VerifierPool  # noqa: E402
+
+pytestmark = pytest.mark.e2e
+
+ENV = Environment(name="scripted", verifier_code="return 1.0")
+NODE_ARGS = {"num_cpus": 2, "node_ip_address": "127.0.0.1"}
+# Notice a lost node within seconds rather than the production default.
+FAST_HEALTH_CHECKS = {"health_check_initial_delay_ms": 0, "health_check_period_ms": 500,
+                      "health_check_failure_threshold": 4}
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    """A head and two worker nodes on 127.0.0.1, no dashboard; the driver joins the head."""
+    import ray._private.services as services
+    from ray.cluster_utils import Cluster
+
+    # The session's single-node instance (ray_local), if a test started it, makes way for
+    # the cluster and comes back afterwards, as conftest.py starts it.
+    restore = ray.is_initialized()
+    if restore:
+        ray.shutdown()
+    cluster = Cluster(initialize_head=True, head_node_args={
+        **NODE_ARGS, "include_dashboard": False, "_system_config": FAST_HEALTH_CHECKS})
+    try:
+        workers = [cluster.add_node(**NODE_ARGS) for _ in range(2)]
+        cluster.wait_for_nodes()
+        # ray.init rewrites a loopback address to the machine's own IP, where this cluster
+        # does not listen; keep 127.0.0.1 while the driver connects.
+        resolve = services.resolve_ip_for_localhost
+        services.resolve_ip_for_localhost = lambda host: host
+        try:
+            ray.init(address=cluster.address, _node_ip_address="127.0.0.1",
+                     namespace="deepgym_ray_e2e", log_to_driver=False)
+        finally:
+            services.resolve_ip_for_localhost = resolve
+        yield cluster, workers
+    finally:
+        ray.shutdown()
+        cluster.shutdown()
+        if restore:
+            ray.init(num_cpus=4, include_dashboard=False, _node_ip_address="127.0.0.1",
+                     namespace="deepgym_ray_tests", log_to_driver=False,
+                     runtime_env={"env_vars": {"RAY_NODE_IP_ADDRESS": "127.0.0.1"}})
+
+
+def make_pool(tmp_path, actors=6):
+    config = PoolConfig(name=f"c-{uuid.uuid4().hex[:8]}", actors=actors, actor_concurrency=2,
+                        num_cpus_per_actor=0.5, max_retries=3)
+    return VerifierPool(make_client(tmp_path, pool=config))
+
+
+def node_of(result):
+    return result.sandbox_id.split("/", 1)[0]
+
+
+def alive_nodes():
+    return {n["NodeID"] for n in ray.nodes() if n["Alive"]}
+
+
+def test_actors_spread_over_nodes_and_work_runs_on_every_node(cluster, tmp_path):
+    pool = make_pool(tmp_path, actors=6)
+    answers = [script(score=1.0, sleep=0.05, node=1) for _ in range(60)]
+    results = list(pool.map(ENV, answers, max_parallel=12))
+    assert len(results) == 60 and all(r.passed for r in results)
+    actor_nodes = {s["node_id"] for s in pool.stats()}
+    assert len(actor_nodes) > 1
+    assert {node_of(r) for r in results} == alive_nodes()  # all three nodes did work
+    pool.shutdown()
+
+
+def test_removing_a_node_mid_batch_loses_no_result(cluster, tmp_path):
+    _, workers = cluster
+    pool = make_pool(tmp_path, actors=6)
+    by_node = {s["node_id"]: s for s in pool.stats()}
+    victim = next(w for w in workers if w.node_id in by_node)  # a worker node with actors
+    answers = [script(score=(i % 4) / 4, sleep=0.2, node=1) for i in range(60)]
+    calls = []
+
+    def on_result(index, result):
+        calls.append(index)
+        if len(calls) == 6:  # the batch is in full flight on every node
+            cluster[0].remove_node(victim, allow_graceful=False)
+
+    run = pool.map(ENV, answers, max_parallel=12, on_result=on_result)
+    results = list(run)
+    assert sorted(calls) == list(range(60))  # exactly one result per input
+    assert [r.score for r in results] == [(i % 4) / 4 for i in range(60)]
+    assert all(r.has_verdict for r in results)  # the lost runs were retried and judged
+    assert run.stats.actor_failures >= 1 and run.stats.retries >= 1
+    assert victim.node_id not in alive_nodes()
+    pool.shutdown()
+
+
+def test_embedded_ray_starts_on_first_batch_and_import_is_cheap():
+    """No cluster: the first batch starts a local Ray on this machine without a dashboard."""
+    code = textwrap.dedent("""
+        import json, sys
+        import deepgym_ray
+        cheap = "ray" not in sys.modules
+        from providers import make_client, script
+        from deepgym_ray.config import PoolConfig
+        from deepgym_ray.models import Environment
+        client = make_client(pool=PoolConfig(actors=1, num_cpus_per_actor=0))
+        env = Environment(name="scripted", verifier_code="return 1.0")
+        batch = client.run_batch(env, [script(score=1.0), script(score=0.5)])
+        import ray
+        node = ray._private.worker.global_worker.node
+        print("OUT", json.dumps({"cheap": cheap, "rewards": batch.rewards,
+                                 "started_here": bool(node.head),
+                                 "dashboard": node.webui_url}))
+        ray.shutdown()
+    """)
+    env = {k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"}
+    # A temp dir of its own: no `ray start` address file to find (and short socket paths).
+    env.update(RAY_TMPDIR=tempfile.mkdtemp(prefix="dgr", dir="/tmp"), PYTHONPATH=os.pathsep.join(
+        [str(Path(__file__).parents[1]), os.environ.get("PYTHONPATH", "")]))
+    proc = subprocess.run([sys.executable, "-c", code], env=env, text=True,
+                          capture_output=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    out = json.loads(next(x for x in proc.stdout.splitlines() if x.startswith("OUT "))[4:])
+    assert out["cheap"] is True
+    assert out["rewards"] == [1.0, 0.5]
+    # It started a Ray of its own (not joined one). Ray maps a 127.0.0.1 node address to the
+    # machine's own (services.resolve_ip_for_localhost), so the address is not checked.
+    assert out["started_here"] is True and not out["dashboard"]

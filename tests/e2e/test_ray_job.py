@@ -1,0 +1,142 @@
+"""`ray job submit -- deepgym-ray eval ...` against a `ray start --head` cluster on 127.0.0.1.
+
+The cluster is started here with its job server (the dashboard), the eval is submitted as a
+job, and its streamed results are read back from --out. The cluster is stopped by killing the
+session that `ray start --block` leads, so only the processes this test started are touched
+(`ray stop` would kill every Ray process on the machine, other tests' clusters included).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.e2e
+
+ROOT = Path(__file__).resolve().parents[2]
+TASKS = 12
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def _session_members(sid: int) -> list[int]:
+    members = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                if os.getsid(int(entry)) == sid:
+                    members.append(int(entry))
+            except OSError:
+                continue
+    return members
+
+
+def _stop_session(proc: subprocess.Popen) -> None:
+    """SIGTERM the session `ray start` leads, then SIGKILL whatever of it is left."""
+    sid = proc.pid
+    try:
+        os.killpg(sid, signal.SIGTERM)
+    except ProcessLookupError:
+        pass
+    deadline = time.monotonic() + 20
+    while _session_members(sid) and time.monotonic() < deadline:
+        try:
+            proc.wait(timeout=0.2)
+        except subprocess.TimeoutExpired:
+            pass
+    for pid in _session_members(sid):  # Ray workers lead their own groups, not sessions
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except OSError:
+            pass
+    try:
+        proc.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        pass
+
+
+@pytest.fixture
+def ray_head():
+    """A `ray start --head` cluster on 127.0.0.1 with its job server; yields (url, env)."""
+    ray_bin = Path(sys.executable).with_name("ray")
+    if not ray_bin.exists():
+        pytest.skip("the ray command is not installed")
+    pytest.importorskip("aiohttp", reason="job submission needs ray[default]")
+    temp_dir = tempfile.mkdtemp(prefix="dgrj-", dir="/tmp")  # short: Ray puts sockets in it
+    env = {k: v for k, v in os.environ.items() if not k.startswith("RAY_")}
+    env.update(
+        PATH=f"{ray_bin.parent}{os.pathsep}{env.get('PATH', '')}",
+        RAY_USAGE_STATS_ENABLED="0",
+        # Ray enables token auth for local clusters; give the cluster and the client one token.
+        RAY_AUTH_MODE="token",
+        RAY_AUTH_TOKEN=secrets.token_hex(32),
+        # Keep 127.0.0.1 as the node address (Ray otherwise swaps it for the routable one).
+        RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER="0",
+    )
+    dashboard = _free_port()
+    command = [
+        str(ray_bin), "start", "--head", "--block",
+        "--node-ip-address", "127.0.0.1", "--port", str(_free_port()),
+        "--include-dashboard=true", "--dashboard-host", "127.0.0.1",
+        "--dashboard-port", str(dashboard),
+        "--dashboard-agent-listen-port", str(_free_port()),
+        "--ray-client-server-port", str(_free_port()),
+        "--num-cpus", "2", "--temp-dir", temp_dir, "--disable-usage-stats",
+    ]
+    log = open(Path(temp_dir) / "ray-start.log", "wb")  # noqa: SIM115 - closed in finally
+    proc = subprocess.Popen(command, env=env, stdout=log, stderr=subprocess.STDOUT,
+                            start_new_session=True, cwd=temp_dir)
+    url = f"http://127.0.0.1:{dashboard}"
+    try:
+        deadline = time.monotonic() + 180
+        while True:
+            assert proc.poll() is None, (Path(temp_dir) / "ray-start.log").read_text()
+            probe = subprocess.run([str(ray_bin), "job", "list", "--address", url], env=env,
+                                   capture_output=True, text=True, timeout=60)
+            if probe.returncode == 0:
+                break
+            assert time.monotonic() < deadline, probe.stdout + probe.stderr
+            time.sleep(1)
+        yield url, env
+    finally:
+        _stop_session(proc)
+        log.close()
+        shutil.rmtree(temp_dir, ignore_errors=True)
+
+
+def test_eval_as_a_ray_job(ray_head, tmp_path):
+    url, env = ray_head
+    out_file = tmp_path / "humaneval.jsonl"
+    submit = [
+        str(Path(sys.executable).with_name("ray")), "job", "submit", "--address", url, "--",
+        "deepgym-ray", "eval", "humaneval", "--reference", "--limit", str(TASKS),
+        "--config", str(ROOT / "configs" / "local.yaml"), "--max-parallel", "4",
+        "--no-progress", "--out", str(out_file),
+    ]
+    job = subprocess.run(submit, env=env, capture_output=True, text=True, timeout=900)
+    logs = job.stdout + job.stderr
+    assert job.returncode == 0, logs
+    assert "succeeded" in logs
+    # The driver joined the job's cluster instead of starting its own.
+    assert "Connecting to existing Ray cluster" in logs
+    assert f"Runs: {TASKS} (judged {TASKS}, no verdict 0)" in logs
+    assert "Pass Rate: 100.00% (judged 100.00%, 0.00% no verdict)" in logs
+
+    records = [json.loads(line) for line in out_file.read_text().splitlines()]
+    assert sorted(r["task_id"] for r in records) == sorted(f"humaneval/{i}" for i in range(TASKS))
+    assert all(r["passed"] and r["has_verdict"] and r["sandbox_id"] for r in records)

@@ -1,0 +1,159 @@
+"""Test sandbox providers for the pool: slow, failing, actor-killing, and a do-nothing one.
+
+``ScriptedProvider`` implements the real provider protocol and answers the way the judge's
+runner does (token-tagged JSON lines on stdout, the announced exit code), so the real client and
+the real ``judge.host.interpret`` read its output. What a run does is written in the "solution"
+itself, one ``key=value`` directive per line:
+
+    score=0.5          the verdict's score (passed when 1.0)
+    sleep=0.2          seconds the run takes
+    cases=1,0,1        per-test results (scores)
+    components=a:0.5   reward components
+    fail=always        the provider fails (connection error) on every attempt
+    fail=once:<tag>    ... only on the first attempt anywhere in the cluster (marker file)
+    kill=once:<tag>    the first attempt kills the process holding the provider (the actor)
+    node=1             the sandbox id names the Ray node that ran it
+
+The module registers itself with Ray's cloudpickle by value, so Ray workers need no path to it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import threading
+import time
+import uuid
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from deepgym_ray.exceptions import ProviderConnectionError
+from deepgym_ray.models import Environment
+from deepgym_ray.sandboxes.base import CommandResult, Sandbox, SandboxProvider
+
+try:  # workers unpickle these classes by value: no import path needed on their side
+    import ray.cloudpickle
+
+    ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])
+except ImportError:  # pragma: no cover
+    pass
+
+
+def directives(code: str) -> dict[str, str]:
+    out = {}
+    for line in code.splitlines():
+        key, sep, value = line.partition("=")
+        if sep:
+            out[key.strip()] = value.strip()
+    return out
+
+
+def script(**kw: Any) -> str:
+    """A solution for ScriptedProvider: ``script(score=1.0, sleep=0.1)``."""
+    return "".join(f"{k}={v}\n" for k, v in kw.items())
+
+
+class ScriptedProvider(SandboxProvider):
+    """Answers like the judge runner, as each solution's directives say (see module doc)."""
+
+    name = "scripted"
+
+    def __init__(self, marker_dir: str | os.PathLike[str] | None = None) -> None:
+        self.marker_dir = Path(marker_dir) if marker_dir else None
+        self._files: dict[str, dict[str, bytes]] = {}
+        self._lock = threading.Lock()
+
+    def create(self, env: Environment) -> Sandbox:
+        sandbox = Sandbox(id=f"scripted-{uuid.uuid4().hex[:12]}", provider=self.name)
+        with self._lock:
+            self._files[sandbox.id] = {}
+        return sandbox
+
+    def put_files(self, sandbox: Sandbox, files: Mapping[str, bytes]) -> None:
+        with self._lock:
+            self._files[sandbox.id].update(files)
+
+    def destroy(self, sandbox: Sandbox) -> None:
+        with self._lock:
+            self._files.pop(sandbox.id, None)
+
+    def _first_time(self, tag: str) -> bool:
+        """True once per tag across all processes on this machine (an atomic file create)."""
+        assert self.marker_dir is not None, "fail=once/kill=once need a marker_dir"
+        try:
+            fd = os.open(self.marker_dir / f"{tag}.marker", os.O_CREAT | os.O_EXCL | os.O_WRONLY)
+        except FileExistsError:
+            return False
+        os.close(fd)
+        return True
+
+    def run(
+        self,
+        sandbox: Sandbox,
+        command: Sequence[str],
+        *,
+        timeout: float,
+        stdin: bytes | None = None,
+        env: Mapping[str, str] | None = None,
+    ) -> CommandResult:
+        started = time.monotonic()
+        with self._lock:
+            files = dict(self._files[sandbox.id])
+        config = json.loads((stdin or b"{}").decode())
+        token = config["token"]
+        todo = directives(files.get("solution.py", b"").decode())
+        fail = todo.get("fail", "")
+        if fail == "always" or (fail.startswith("once:") and self._first_time(fail[5:])):
+            raise ProviderConnectionError("scripted provider: connection reset")
+        kill = todo.get("kill", "")
+        if kill.startswith("once:") and self._first_time(kill[5:]):
+            os._exit(17)  # the actor process dies with every run it had in flight
+        time.sleep(float(todo.get("sleep", 0)))
+        score = float(todo.get("score", 1.0))
+        final: dict[str, Any] = {
+            "kind": "verdict",
+            "score": score,
+            "passed": score >= 1.0,
+            "exit_code": 0 if score >= 1.0 else 1,
+            "details": f"scripted score {score}",
+            "in_play": True,
+            "final": True,
+        }
+        if "cases" in todo:
+            final["cases"] = [{"id": str(i), "passed": float(s) >= 1.0, "score": float(s)}
+                              for i, s in enumerate(todo["cases"].split(","))]
+        if "components" in todo:
+            final["reward_components"] = {
+                k: float(v) for k, v in (p.split(":") for p in todo["components"].split(","))
+            }
+        if todo.get("node"):
+            import ray
+
+            sandbox.id = f"{ray.get_runtime_context().get_node_id()}/{sandbox.id}"
+        lines = [{"event": "in_play", "t": 0.0}, final]
+        stdout = "".join(f"{token} {json.dumps(m)}\n" for m in lines).encode()
+        return CommandResult(exit_code=final["exit_code"], stdout=stdout,
+                             duration=time.monotonic() - started)
+
+
+def make_client(marker_dir: str | os.PathLike[str] | None = None, **config: Any) -> Any:
+    """A DeepGym client whose sandboxes are ScriptedProvider ones."""
+    from deepgym_ray.config import DeepGymConfig
+
+    cfg = DeepGymConfig(mode="local", **config)
+    from deepgym_ray.client import DeepGym
+
+    factory = _Factory(str(marker_dir) if marker_dir else None)
+    return DeepGym(config=cfg, provider=factory)
+
+
+class _Factory:
+    """A picklable provider factory (the client builds its provider lazily, per process)."""
+
+    def __init__(self, marker_dir: str | None) -> None:
+        self.marker_dir = marker_dir
+
+    def __call__(self) -> ScriptedProvider:
+        return ScriptedProvider(self.marker_dir)

@@ -1,0 +1,72 @@
+"""DeepGym: completions in, results out; raises become results without a verdict."""
+
+from __future__ import annotations
+
+import pickle
+
+import pytest
+from ray import cloudpickle
+
+from deepgym_ray.client import DeepGym
+from deepgym_ray.config import DeepGymConfig
+from deepgym_ray.envs import load_environment
+from deepgym_ray.exceptions import SandboxError
+from deepgym_ray.models import Environment
+from deepgym_ray.sandboxes.local import LocalProvider
+
+
+@pytest.fixture(scope="module")
+def env():
+    return load_environment("prime_factors")
+
+
+def test_run_takes_a_conversation_and_fills_env_name(env):
+    ref = env.reference_solution
+    convo = [{"role": "user", "content": "go"},
+             {"role": "assistant", "content": f"Here:\n```python\n{ref}```\n"}]
+    result = DeepGym("local").run(env, convo)
+    assert result.score == 1.0 and result.env_name == "prime_factors" and result.duration > 0
+
+
+def test_batch_keeps_order_and_never_raises(env):
+    broken = Environment(name="broken", verifier_code="def verify(:\n")
+    dg = DeepGym("local")
+    outputs = [env.reference_solution, "def factorize(n):\n    return []\n"] * 3
+    batch = dg.run_batch(env, outputs, max_parallel=3)
+    assert [r.score == 1.0 for r in batch.results] == [True, False] * 3
+    assert batch.passed == 3 and batch.total == 6
+    bad = dg.run_batch(broken, ["x"])
+    assert bad.results[0].error_type == "verifier_error" and not bad.results[0].has_verdict
+
+
+class _FailingProvider(LocalProvider):
+    def create(self, env):
+        raise SandboxError("no capacity")
+
+
+def test_provider_failure_raises_in_run_and_is_no_verdict_in_batch(env):
+    dg = DeepGym(provider=_FailingProvider)
+    with pytest.raises(SandboxError):
+        dg.run(env, "x")
+    result = dg.run_safe(env, "x")
+    assert result.error_type == "sandbox_error" and not result.has_verdict
+    assert result.env_name == "prime_factors"
+
+
+def test_client_pickles_without_its_provider(env):
+    dg = DeepGym(config=DeepGymConfig(mode="local", backend="threads", max_parallel=3),
+                 provider=LocalProvider)
+    dg.run(env, env.reference_solution)
+    assert dg._provider is not None
+    clone = cloudpickle.loads(cloudpickle.dumps(dg))
+    assert clone._provider is None and clone.config == dg.config
+    assert clone.run(env, env.reference_solution).score == 1.0
+    plain = pickle.loads(pickle.dumps(DeepGym("local")))
+    assert plain.config.mode == "local"
+
+
+def test_eval_defaults_to_reference_solutions():
+    result = DeepGym("local").eval(["coin_change", "prime_factors"])
+    assert result.env_names == ["coin_change", "prime_factors"] and result.pass_rate == 1.0
+    with pytest.raises(ValueError, match="outputs"):
+        DeepGym("local").eval(["coin_change"], ["a", "b"])
