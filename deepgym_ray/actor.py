@@ -2,8 +2,9 @@
 
 The pool sends it chunks of work: a table of environments (object references, fetched once and
 cached by content key) and a list of ``(env slot, answer)`` jobs. It runs the jobs on its own
-threads with ``client.run_safe``, which never raises, and streams each RunResult back (a Ray
-generator) as soon as its run is done.
+threads with ``client.run_safe``, which never raises, and returns one RunResult per job in order.
+A chunk may carry a lease (see :mod:`deepgym_ray.leases`): the caller's cap on how many of its
+runs go at once on this actor, so it can send work ahead of its slots without exceeding them.
 It also counts the runs it has in flight, so tests can check the pool's backpressure.
 
 Example:
@@ -19,22 +20,19 @@ import json
 import os
 import threading
 import time
-from collections.abc import Iterator
-from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor
-from concurrent.futures import wait as futures_wait
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import ray
 
 from deepgym_ray.exceptions import error_type_for
+from deepgym_ray.leases import Leases
 from deepgym_ray.models import Environment, RunResult
 
 __all__ = ["VerifierActor", "client_label"]
 
 # Environments kept per actor; a training run uses a handful, a mixed suite a few dozen.
 ENV_CACHE_SIZE = 256
-# Results finishing this close together go back in one reply (fewer, larger messages).
-COALESCE_SECONDS = 0.002
 # Run intervals kept for stats (enough for the tests to rebuild the in-flight curve).
 RUN_LOG_SIZE = 10_000
 
@@ -70,6 +68,7 @@ class VerifierActor:
             "client": client_label(client),
         }
         self._executor = ThreadPoolExecutor(concurrency, thread_name_prefix=f"{pool}-{index}")
+        self._leases = Leases(self._executor)
         self._envs: collections.OrderedDict[str, Environment] = collections.OrderedDict()
         self._lock = threading.Lock()
         self._fetch_lock = threading.Lock()
@@ -103,39 +102,40 @@ class VerifierActor:
                 chunks=self._chunks,
                 env_fetches=self._env_fetches,
                 cached_envs=len(self._envs),
+                leases=self._leases.active(),
             )
             if run_log:
                 out["run_log"] = list(self._run_log)
         return out
 
-    def run_stream(
-        self, envs: list[tuple[str, list[ray.ObjectRef]]], jobs: list[tuple[int, Any]]
-    ) -> Iterator[list[tuple[int, RunResult]]]:
-        """Run ``jobs`` (env slot, answer) against ``envs`` (key, [ref]) on this actor's threads.
+    def run_chunk(
+        self,
+        envs: list[tuple[str, list[ray.ObjectRef]]],
+        jobs: list[tuple[int, Any]],
+        lease: tuple[str, int] | None = None,
+    ) -> list[RunResult]:
+        """Run ``jobs`` (env slot, answer) against ``envs`` (key, [ref]); results in job order.
 
-        Yields ``[(position in jobs, result), ...]`` as runs finish, so the caller frees a slot
-        the moment a run is done rather than when its whole chunk is. What finishes within a
-        few milliseconds of each other travels together. The references arrive wrapped in a
-        list so Ray passes them through unresolved: an environment is fetched on a miss only.
+        The references arrive wrapped in a list so Ray passes them through unresolved: the
+        environment is fetched only on a cache miss. ``lease`` is ``(key, slots)``: at most
+        ``slots`` runs of all the chunks sent with that key run at once here, the others wait
+        for one of them to end. It lets a caller send its next chunk before the last one is
+        back (no round trip between a run's end and the next start) without ever running more
+        than its share of its ``max_parallel``.
         """
         with self._lock:
             self._chunks += 1
         resolved = [self._environment(key, refs) for key, refs in envs]
-        if len(jobs) == 1:
+        if lease is None and len(jobs) == 1:
             slot, answer = jobs[0]
-            yield [(0, self._run_one(resolved[slot], answer))]
-            return
-        position = {
-            self._executor.submit(self._run_one, resolved[slot], answer): i
-            for i, (slot, answer) in enumerate(jobs)
-        }
-        pending = set(position)
-        while pending:
-            done, pending = futures_wait(pending, return_when=FIRST_COMPLETED)
-            if pending:
-                more, pending = futures_wait(pending, timeout=COALESCE_SECONDS)
-                done |= more
-            yield [(position[future], future.result()) for future in done]
+            return [self._run_one(resolved[slot], answer)]
+        if lease is None:
+            futures = [self._executor.submit(self._run_one, resolved[slot], answer)
+                       for slot, answer in jobs]
+        else:
+            work = [(self._run_one, resolved[slot], answer) for slot, answer in jobs]
+            futures = self._leases.submit(lease[0], lease[1], work)
+        return [future.result() for future in futures]
 
     def _environment(self, key: str, refs: list[ray.ObjectRef]) -> Environment:
         with self._lock:

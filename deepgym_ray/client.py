@@ -42,7 +42,7 @@ class DeepGym:
     arguments are the provider's options."""
 
     def __init__(self, mode: str = "auto", *, config: DeepGymConfig | None = None,
-                 provider: ProviderSpec = None, backend: str = "threads",
+                 provider: ProviderSpec = None, backend: str = "ray",
                  max_parallel: int | None = None, **provider_options: Any) -> None:
         if config is None:
             config = DeepGymConfig(mode=mode, backend=backend, provider_options=provider_options,

@@ -1,8 +1,10 @@
 """One ``VerifierPool.map`` call: backpressure, input order, and retries on another actor.
 
 A :class:`MapRun` pulls answers lazily from the caller's iterable, keeps at most
-``max_parallel`` of them in flight (sent to the least loaded live actor in small chunks), and
-yields one RunResult per input in input order. A run lost for an infrastructure reason (the
+``max_parallel`` of them running, and yields one RunResult per input in input order. Each live
+actor gets a lease, a share of ``max_parallel`` it runs at once, and is sent up to as much
+again in chunks that wait on the actor (:mod:`deepgym_ray.leases`): a slot is refilled the
+moment a run ends there, not a driver round trip later. A run lost for an infrastructure reason (the
 actor died, its node went away, or the result has no verdict because of a sandbox fault) is sent
 again to another actor, at most ``max_retries`` times; after that it settles for a result
 without a verdict naming the cause. Every input gets exactly one result.
@@ -23,6 +25,7 @@ import collections
 import hashlib
 import logging
 import time
+import uuid
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -42,6 +45,12 @@ __all__ = ["MapRun", "MapStats"]
 logger = logging.getLogger(__name__)
 
 MAX_CHUNK = 64  # answers per actor call at most: bigger only delays the chunk's first results
+# A chunk returns when its slowest run ends (a straggler holds the chunk's other slots), yet
+# every chunk costs a round trip and a driver turn (~1-3 ms on 2 busy cores). Below this share
+# of max_parallel per actor, each actor's share is split in two chunks to soften stragglers;
+# from it on, one chunk per share: 4 actors x 50 at 100 ms per run measured 0.83 of the ideal
+# rate with chunks of 50 against 0.80 with chunks of 25 (bench/pool_latency.py).
+WHOLE_SHARE = 32
 FIRST_PING_WAIT = 0.5  # seconds the first wave waits for slow actors at most
 REVIVE_DELAY = 1.0  # seconds before asking again for an actor that is gone for good
 
@@ -170,26 +179,43 @@ class MapRun(Iterator[RunResult]):
         self._table = _EnvTable()
         self._ready: set[int] = set()
         self._load = [0] * n
+        # Leases: actor i runs at most _slots[i] of this call's runs at once (the slots add up
+        # to max_parallel at most) and holds as many more queued, so a slot is refilled the
+        # moment a run ends, not a driver round trip later. A failed actor's slots (and a new
+        # lease key, by epoch) go to the others; they never shrink on a live actor.
+        self._lease_key = uuid.uuid4().hex
+        self._slots = [0] * n
+        self._epoch = [0] * n
+        self._unassigned = self._max_parallel
         self._pings: dict[ray.ObjectRef, int] = {}
         # actor -> (when, make a new actor first?): a ping to send later
         self._later: dict[int, tuple[float, bool]] = {}
-        # a chunk's result stream -> (actor, its jobs, positions of the jobs not back yet)
-        self._in_flight: dict[Any, tuple[int, list[_Job], set[int]]] = {}
+        self._in_flight: dict[ray.ObjectRef, tuple[int, list[_Job]]] = {}
         self._n_in_flight = 0
         self._retry: collections.deque[_Job] = collections.deque()
         self._done: dict[int, RunResult] = {}
+        # Actors that answered the pool before start at once: a round trip per call (tens of
+        # ms on a busy machine) is a tenth of a latency-bound batch. One that died meanwhile
+        # fails its first chunk, which is retried elsewhere like any other lost chunk.
+        self._ready.update(i for i in pool.known_ready() if i < n)
         for i in range(n):
-            self._ping(i)
-        # Give every live actor a moment to answer, so the first wave spreads over all of them.
-        answered, _ = ray.wait(list(self._pings), num_returns=n, timeout=FIRST_PING_WAIT)
-        for ref in answered:
-            self._ping_done(ref)
+            if i not in self._ready:
+                self._ping(i)
+        if self._pings:  # give the others a moment, so the first wave spreads over them all
+            answered, _ = ray.wait(list(self._pings), num_returns=len(self._pings),
+                                   timeout=0 if self._ready else FIRST_PING_WAIT)
+            for ref in answered:
+                self._ping_done(ref)
         next_out = next_in = 0
         exhausted = False
         stalled_since: float | None = None
         while True:
-            # 1. Send as much as max_parallel and the reorder window allow.
-            free = self._max_parallel - self._n_in_flight
+            # 1. Send as much as the leases and the reorder window allow.
+            self._grant()
+            if self._ready:
+                free = sum(max(0, self._room(i)) for i in self._ready)
+            else:  # no actor yet: take work anyway, so a stall is noticed and timed
+                free = self._max_parallel - self._n_in_flight
             jobs: list[_Job] = []
             if free > 0:
                 while len(jobs) < free and self._retry:
@@ -233,7 +259,6 @@ class MapRun(Iterator[RunResult]):
         if not refs:
             time.sleep(timeout if timeout is not None else REVIVE_DELAY)
             return
-        # Chunk streams and pings: ray.wait reports a stream ready when its next reply is.
         ready, rest = ray.wait(refs, num_returns=1, timeout=timeout)
         if ready and rest:  # take everything else that is already done, too
             more, _ = ray.wait(rest, num_returns=len(rest), timeout=0)
@@ -246,25 +271,51 @@ class MapRun(Iterator[RunResult]):
 
     # -- sending ----------------------------------------------------------------------------
 
-    def _chunk_limit(self) -> int:
+    def _grant(self) -> None:
+        """Hand the slots nobody holds to the ready actors, evenly."""
+        if not self._unassigned or not self._ready:
+            return
+        ready = sorted(self._ready)
+        for _ in range(self._unassigned):
+            self._slots[min(ready, key=self._slots.__getitem__)] += 1
+        self._unassigned = 0
+
+    def _room(self, actor: int) -> int:
+        """How many more runs ``actor`` takes: its slots running and as many queued."""
+        return 2 * self._slots[actor] - self._load[actor]
+
+    def _chunk_limit(self, actor: int) -> int:
         if self._chunk_size:
             return self._chunk_size
-        return max(1, min(MAX_CHUNK, self._max_parallel // (2 * max(1, len(self._ready)))))
+        share = self._slots[actor]
+        return max(1, min(MAX_CHUNK, share if share >= WHOLE_SHARE else share // 2))
 
-    def _pick(self, avoid: set[int] | None) -> int:
-        candidates = [i for i in self._ready if not avoid or i not in avoid] or self._ready
-        return min(candidates, key=self._load.__getitem__)
+    def _pick(self, avoid: set[int] | None) -> int | None:
+        open_ = [i for i in self._ready if self._room(i) > 0]
+        candidates = [i for i in open_ if not avoid or i not in avoid] or open_
+        return max(candidates, key=self._room) if candidates else None
 
     def _dispatch(self, jobs: list[_Job]) -> None:
-        limit = self._chunk_limit()
         fresh = [job for job in jobs if job.avoid is None]
+        later: list[_Job] = []
         for job in jobs:
             if job.avoid is not None:  # a retry: any actor it has not failed on yet
-                self._submit(self._pick(job.avoid), [job])
+                actor = self._pick(job.avoid)
+                if actor is None:
+                    later.append(job)
+                else:
+                    self._submit(actor, [job])
         while fresh:
             actor = self._pick(None)
+            if actor is None:
+                later.extend(fresh)
+                break
+            limit = min(self._chunk_limit(actor), self._room(actor))
             chunk, fresh = fresh[:limit], fresh[limit:]
             self._submit(actor, chunk)
+        if later:  # no room left (retries took it): keep them, in order, for the next turn
+            later.sort(key=lambda job: job.index)
+            self._retry.extendleft(reversed(later))
 
     def _submit(self, actor: int, chunk: list[_Job]) -> None:
         local: dict[int, int] = {}
@@ -278,7 +329,8 @@ class MapRun(Iterator[RunResult]):
                 envs.append((key, refs))
             work.append((slot, job.answer))
         try:
-            stream = self._actors[actor].run_stream.remote(envs, work)
+            lease = (f"{self._lease_key}/{self._epoch[actor]}", self._slots[actor])
+            ref = self._actors[actor].run_chunk.remote(envs, work, lease)
         except Exception as exc:  # an answer that cannot be sent (not picklable)
             if len(chunk) > 1:
                 for job in chunk:
@@ -288,47 +340,32 @@ class MapRun(Iterator[RunResult]):
                 chunk[0], f"could not send input {chunk[0].index}: {_describe(exc)}",
                 error_type=error_type_for(exc)))
             return
-        self._in_flight[stream] = (actor, chunk, set(range(len(chunk))))
+        self._in_flight[ref] = (actor, chunk)
         self._n_in_flight += len(chunk)
         self._load[actor] += len(chunk)
         self.stats.chunks += 1
 
     # -- receiving --------------------------------------------------------------------------
 
-    def _chunk_done(self, stream: Any) -> None:
-        """The next reply of a chunk's stream is ready: settle or retry the runs it carries."""
-        actor, chunk, waiting = self._in_flight[stream]
+    def _chunk_done(self, ref: ray.ObjectRef) -> None:
+        actor, chunk = self._in_flight.pop(ref)
+        self._n_in_flight -= len(chunk)
+        self._load[actor] -= len(chunk)
         try:
-            pairs = ray.get(next(stream))
-            if not isinstance(pairs, list):
-                raise RuntimeError(f"sent {type(pairs).__name__} instead of results")
-        except StopIteration:  # the stream ended with runs unreported: never expected
-            pairs, error = [], RuntimeError(f"stream ended without {len(waiting)} results")
+            results = ray.get(ref)
         except Exception as exc:
-            pairs, error = [], exc
-        else:
-            error = None
-        for position, result in pairs:
-            if position not in waiting:
-                continue
-            waiting.discard(position)
-            self._release(actor, 1)
-            job = chunk[position]
+            self._chunk_failed(actor, chunk, exc)
+            return
+        if not isinstance(results, list) or len(results) != len(chunk):
+            self._chunk_failed(actor, chunk, RuntimeError(
+                f"returned {len(results) if isinstance(results, list) else results!r} results "
+                f"for {len(chunk)} runs"))
+            return
+        for job, result in zip(chunk, results, strict=True):
             if _retryable(result):
                 self._again(job, actor, result.details or result.error_type or "", last=result)
             else:
                 self._settle(job, result)
-        if error is not None and waiting:
-            lost = [chunk[p] for p in sorted(waiting)]
-            waiting.clear()
-            self._release(actor, len(lost))
-            self._chunk_failed(actor, lost, error)
-        if not waiting:
-            del self._in_flight[stream]
-
-    def _release(self, actor: int, runs: int) -> None:
-        self._n_in_flight -= runs
-        self._load[actor] -= runs
 
     def _chunk_failed(self, actor: int, chunk: list[_Job], exc: BaseException) -> None:
         label = f"verifier actor {self._pool.name}-{actor}"
@@ -337,6 +374,11 @@ class MapRun(Iterator[RunResult]):
             logger.warning("%s failed, retrying its %d runs elsewhere: %s",
                            label, len(chunk), _describe(exc))
             self._ready.discard(actor)
+            self._pool.mark_ready(actor, False)
+            if self._slots[actor]:  # its runs died with it: its slots go to the others
+                self._unassigned += self._slots[actor]
+                self._slots[actor] = 0
+                self._epoch[actor] += 1
             self._ping(actor)
             for job in chunk:
                 self._again(job, actor, f"{label} failed: {_describe(exc)}")
@@ -391,6 +433,7 @@ class MapRun(Iterator[RunResult]):
             self._later[actor] = (time.monotonic() + REVIVE_DELAY, False)
             return
         self._ready.add(actor)
+        self._pool.mark_ready(actor, True)
 
     def _revive_due(self) -> None:
         now = time.monotonic()

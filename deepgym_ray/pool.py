@@ -28,15 +28,24 @@ __all__ = ["VerifierPool", "default_shape", "ensure_ray", "get_pool"]
 logger = logging.getLogger(__name__)
 
 
-def default_shape(mode: str, cluster_cpus: float) -> tuple[int, int]:
+def default_shape(mode: str, cluster_cpus: float, max_parallel: int = 32) -> tuple[int, int]:
     """(actors, runs per actor) for a cluster with ``cluster_cpus`` CPUs.
 
     Local and Docker sandboxes burn the actor's node's CPUs, so the pool offers about one run
-    per CPU, two per actor. A remote provider (Daytona) mostly waits on HTTP: many light actors.
+    per CPU, two per actor. A remote provider (Daytona) mostly waits on the network, so its
+    pool has one light actor per CPU (two at least) and enough threads for the client's
+    ``max_parallel`` runs to be in flight at once (16 per actor at least): a latency-bound
+    provider with fewer slots than ``max_parallel`` runs slower by that ratio.
+
+    >>> default_shape("daytona", 2, max_parallel=200)
+    (2, 100)
+    >>> default_shape("local", 8)
+    (4, 2)
     """
     cpus = max(1, int(cluster_cpus))
     if mode == "daytona":
-        return max(2, cpus), 16
+        actors = max(2, cpus)
+        return actors, max(16, -(-max(1, max_parallel) // actors))
     return max(1, cpus // 2), 2
 
 
@@ -68,12 +77,15 @@ class VerifierPool:
         client_config = getattr(self.client, "config", None)
         self.config = config or getattr(client_config, "pool", None) or PoolConfig()
         self.mode = getattr(client_config, "mode", "local")
+        # the client's usual map width: a remote provider's default shape makes room for it
+        self._max_parallel = getattr(client_config, "max_parallel", None) or 32
         self.name = self.config.name
         self.namespace = self.config.namespace
         self._start_timeout = start_timeout
         self._ready_timeout = ready_timeout
         self._lock = threading.Lock()
         self.actors: list[Any] = []
+        self._ready: set[int] = set()  # actors that answered lately (map calls skip their ping)
         self._connect()
 
     # -- actors -------------------------------------------------------------------------------
@@ -81,7 +93,7 @@ class VerifierPool:
     def _connect(self) -> None:
         ray = self._ray
         cpus = ray.cluster_resources().get("CPU", 1)
-        actors, concurrency = default_shape(self.mode, cpus)
+        actors, concurrency = default_shape(self.mode, cpus, self._max_parallel)
         actors = self.config.actors or actors
         concurrency = self.config.actor_concurrency or concurrency
         needed = actors * self.config.num_cpus_per_actor
@@ -117,6 +129,8 @@ class VerifierPool:
         # cannot start yet (no room in the cluster) is left behind, and map() routes around it.
         pending = [actor.ping.remote() for actor in self.actors[1:]]
         ready, late = ray.wait(pending, num_returns=len(pending), timeout=self._ready_timeout)
+        ready_set = set(ready)
+        self._ready = {0} | {i for i, ref in enumerate(pending, 1) if ref in ready_set}
         if late:
             logger.warning("pool %r: %d of %d actors are not up after %.0fs; working without "
                            "them until they are", self.name, len(late), self.size,
@@ -143,7 +157,21 @@ class VerifierPool:
                 logger.warning("verifier actor %s-%d is gone; starting a new one",
                                self.name, index)
                 self.actors[index] = self._get_or_create(index, self.size, self.concurrency)
+                self._ready.discard(index)
             return self.actors[index]
+
+    def known_ready(self) -> set[int]:
+        """Indexes of the actors that answered lately (a hint: one may have died since)."""
+        with self._lock:
+            return set(self._ready)
+
+    def mark_ready(self, index: int, ready: bool) -> None:
+        """Record that actor ``index`` answered (or failed), for the next map calls."""
+        with self._lock:
+            if ready:
+                self._ready.add(index)
+            else:
+                self._ready.discard(index)
 
     # -- work ---------------------------------------------------------------------------------
 
@@ -207,6 +235,7 @@ class VerifierPool:
                 except Exception as exc:  # already gone
                     logger.debug("kill %s: %s", actor, exc)
             self.actors = []
+            self._ready = set()
         _POOLS.pop(self._cache_key(), None)
 
     def _cache_key(self) -> tuple[str, str, str]:

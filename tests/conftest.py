@@ -6,28 +6,40 @@ import os
 
 import pytest
 
-# Nothing is ever fetched from a hub, and Ray stays on the loopback interface.
+# Nothing is ever fetched from a hub, and Ray stays on the loopback interface: with this switch
+# off, Ray keeps 127.0.0.1 instead of rewriting it to the machine's routable address, so every
+# Ray process of the test run (and of the drivers it starts as subprocesses) listens on
+# 127.0.0.1 only. Set before anything imports Ray, which reads it once.
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("RAY_NODE_IP_ADDRESS", "127.0.0.1")
+os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
 os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+
+LOCAL_RAY_OPTIONS = {
+    "address": "local",  # never join a cluster someone else started on this machine
+    "num_cpus": 4,
+    "include_dashboard": False,
+    "_node_ip_address": "127.0.0.1",
+    "namespace": "deepgym_ray_tests",
+    "log_to_driver": False,
+}
+
+
+def start_local_ray():
+    """Start the test run's local Ray instance (also used to bring it back after an e2e test
+    that needed a multi-node cluster instead)."""
+    import ray
+
+    ray.init(**LOCAL_RAY_OPTIONS)
+    return ray
 
 
 @pytest.fixture(scope="session")
 def ray_local():
     """A real local Ray instance on 127.0.0.1 with no dashboard, shut down after the run."""
     ray = pytest.importorskip("ray")
-    if ray.is_initialized():
-        yield ray
-        return
-    ray.init(
-        address="local",  # never join a cluster someone else started on this machine
-        num_cpus=4,
-        include_dashboard=False,
-        _node_ip_address="127.0.0.1",
-        namespace="deepgym_ray_tests",
-        log_to_driver=False,
-        runtime_env={"env_vars": {"RAY_NODE_IP_ADDRESS": "127.0.0.1"}},
-    )
+    if not ray.is_initialized():
+        start_local_ray()
     try:
         yield ray
     finally:

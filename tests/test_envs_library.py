@@ -71,9 +71,10 @@ def test_folder_and_metadata(name):
     env = load_environment(name)
     assert env.name == name and env.task.strip() and env.reference_solution
     assert env.timeout == meta["timeout"] and env.case_timeout == meta["case_timeout"]
-    # The verifier reaches the solution only through deepgym_solution, never by itself.
+    # The verifier reaches the solution only through deepgym_solution (directly or through
+    # deepgym_cases, which uses it), never by itself.
     source = env.verifier_code
-    assert "deepgym_solution" in source
+    assert re.search(r"^from deepgym_(solution|cases) import ", source, re.MULTILINE), name
     assert not re.search(r"\bexec\(|\beval\(|importlib|__import__|runpy", source), name
 
 

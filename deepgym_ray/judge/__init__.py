@@ -1,13 +1,25 @@
 """The judge: the stdlib-only files copied into every sandbox, and the host half that reads them.
 
-In the sandbox: ``deepgym_runner.py`` (runs the verifier, reports one result over a channel the
-solution cannot write to), ``deepgym_solution.py`` (what verifiers import), ``deepgym_wire.py``
-(strict decoding of what the solution sends) and
-``deepgym_worker.py`` (the solution process). On the host: :func:`judge` in ``host.py``.
+In the sandbox (``JUDGE_FILES``, all side by side, importing each other by plain name):
+``deepgym_runner.py`` (runs the verifier, reports one result over a channel the solution cannot
+write to), ``deepgym_solution.py`` (what verifiers import: ``load_solution``, ``run_solution``,
+``solution_source``), ``deepgym_cases.py`` (case-by-case scoring for verifiers),
+``deepgym_proxy.py`` (``load_solution``'s call proxy), ``deepgym_spawn.py`` (starting and
+killing solution processes, the run's settings), ``deepgym_proc.py`` (small process helpers the
+host uses too), ``deepgym_wire.py`` (strict decoding of what the solution sends) and
+``deepgym_worker.py`` (the solution process), ``deepgym_zyproc.py`` (a solution process forked
+by the provider's warm zygote, when it has one).
+
+On the host: :func:`judge` in ``host.py``, and ``deepgym_forkserver.py``, the local provider's
+warm runner fork server. It is not copied into sandboxes: the provider starts it from this
+folder, and the runners it forks use this folder's judge modules, imported once by the server.
+Nor is ``deepgym_zygote.py``, the warm solution zygote the provider starts inside bubblewrap.
 
 Example:
-    >>> sorted(sandbox_judge_files())
-    ['deepgym_runner.py', 'deepgym_solution.py', 'deepgym_wire.py', 'deepgym_worker.py']
+    >>> sorted(sandbox_judge_files())  # doctest: +NORMALIZE_WHITESPACE
+    ['deepgym_cases.py', 'deepgym_proc.py', 'deepgym_proxy.py', 'deepgym_runner.py',
+     'deepgym_solution.py', 'deepgym_spawn.py', 'deepgym_wire.py', 'deepgym_worker.py',
+     'deepgym_zyproc.py']
 """
 
 from __future__ import annotations
@@ -15,7 +27,9 @@ from __future__ import annotations
 from functools import lru_cache
 from pathlib import Path
 
-JUDGE_FILES = ("deepgym_runner.py", "deepgym_solution.py", "deepgym_wire.py", "deepgym_worker.py")
+JUDGE_FILES = ("deepgym_runner.py", "deepgym_solution.py", "deepgym_proxy.py", "deepgym_spawn.py",
+               "deepgym_proc.py", "deepgym_wire.py", "deepgym_worker.py", "deepgym_cases.py",
+               "deepgym_zyproc.py")
 RUNNER = "deepgym_runner.py"
 
 

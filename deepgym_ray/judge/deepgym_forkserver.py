@@ -27,6 +27,8 @@ import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 RUNNER = os.path.join(HERE, "deepgym_runner.py")
+JUDGE_MODULES = ("deepgym_wire", "deepgym_proc", "deepgym_worker", "deepgym_spawn",
+                 "deepgym_proxy", "deepgym_solution", "deepgym_cases", "deepgym_runner")
 
 
 def _preload():
@@ -43,11 +45,15 @@ def _preload():
     for name in ("bisect", "collections", "fractions", "heapq", "itertools", "math", "random",
                  "re", "string", "typing"):
         __import__(name)
+    # Every judge module a runner or verifier imports (deepgym_worker runs in solution
+    # processes; the runner imports it only for its pipe framing).
+    for name in JUDGE_MODULES:
+        __import__(name)
 
-    import deepgym_runner  # noqa: F401
-    import deepgym_solution
+    import deepgym_spawn
 
-    deepgym_solution._worker_source()  # read once; every runner inherits it
+    python = os.path.realpath(getattr(sys, "_base_executable", None) or sys.executable)
+    deepgym_spawn.worker_program(python)  # compiled once; every runner inherits it
 
 
 def _run_runner(request, stdin, stdout, stderr):
@@ -159,6 +165,10 @@ def serve(control):
 
 def main():
     control = socket.socket(fileno=int(sys.argv[1]))
+    try:  # monitors wait on pidfds; without them the host starts runners by exec instead
+        os.close(os.pidfd_open(os.getpid()))
+    except (AttributeError, OSError):
+        os._exit(3)
     _preload()
     import gc
 

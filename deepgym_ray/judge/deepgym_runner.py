@@ -1,6 +1,6 @@
 """The judge runner: runs one verifier against one solution and reports one result (stdlib only).
 
-Copied into every sandbox with ``deepgym_solution.py`` and ``deepgym_worker.py`` and started as
+Copied into every sandbox with the other judge files (see ``JUDGE_FILES``) and started as
 ``python3 -I -S deepgym_runner.py``. Its first stdin line is a JSON config holding a per-run random
 ``token``; the result goes to the runner's own stdout as ``<token> <json>``. Nothing else can write
 there: the verifier's prints are captured in memory, file descriptor 1 points at stderr while the
@@ -12,6 +12,10 @@ The three verifier shapes, told apart by parsing:
 - a bare function body using ``solution_path`` / ``test_cases_path`` and ending in ``return``.
 
 Exit codes: 0 passed, 1 failed, 2 the verifier could not judge.
+
+It runs the same whether started by exec or forked by the provider's warm fork server
+(``deepgym_forkserver.py``). With ``clean_marker`` in its config it creates that file once every
+solution process is known to be gone.
 
 Example (what the host sends on stdin):
     {"token": "9f...", "verifier": "verifier.py", "solution": "solution.py", "timeout": 60, ...}
@@ -163,22 +167,22 @@ def normalise(value):
     return out
 
 
-def _install_in_play_hooks(solution_path, dg):
+def _install_in_play_hooks(solution_path, spawn):
     """Date the moment the verifier touches the solution's file (an ``open`` of it)."""
     target = os.path.realpath(solution_path)
 
     def hook(event, args):
-        if event == "open" and not dg._STATE["in_play"] and args and isinstance(args[0], str):
+        if event == "open" and not spawn.STATE["in_play"] and args and isinstance(args[0], str):
             try:
                 if os.path.realpath(args[0]) == target:
-                    dg.mark_in_play()
+                    spawn.mark_in_play()
             except (OSError, ValueError):
                 pass
 
     sys.addaudithook(hook)
 
 
-def _install_import_guard(solution_path, dg):
+def _install_import_guard(solution_path, load_solution):
     """A verifier that imports the solution file itself gets a proxy module instead.
 
     Verifiers written for the product sometimes load the solution with
@@ -208,7 +212,7 @@ def _install_import_guard(solution_path, dg):
 
         def exec_module(self, module):
             module.__file__ = solution_path
-            module._deepgym_proxy = dg.load_solution(solution_path)
+            module._deepgym_proxy = load_solution(solution_path)
 
     def spec_from_file_location(name, location=None, *args, **kwargs):
         try:
@@ -283,16 +287,19 @@ def main():
         emit({"event": "in_play", "t": state["t_in_play"]})
 
     sys.path[:0] = [HERE, os.getcwd()]
-    import deepgym_solution as dg
+    import deepgym_proxy
+    import deepgym_spawn
 
-    dg.configure(launch=config.get("launch") or {}, solution_dir=config.get("solution_dir"),
-                 case_timeout=float(config.get("case_timeout", 10)), on_in_play=on_in_play)
+    deepgym_spawn.configure(launch=config.get("launch") or {},
+                            solution_dir=config.get("solution_dir"),
+                            case_timeout=float(config.get("case_timeout", 10)),
+                            on_in_play=on_in_play)
     verifier_path = os.path.abspath(config.get("verifier", "verifier.py"))
     solution_path = os.path.abspath(config.get("solution", "solution.py"))
     tests_path = config.get("test_cases")
     tests_path = os.path.abspath(tests_path) if tests_path else None
-    _install_in_play_hooks(solution_path, dg)
-    _install_import_guard(solution_path, dg)
+    _install_in_play_hooks(solution_path, deepgym_spawn)
+    _install_import_guard(solution_path, deepgym_proxy.load_solution)
 
     def on_deadline(signum, frame):
         raise _Deadline()
@@ -301,11 +308,13 @@ def main():
         try:
             with open(verifier_path, encoding="utf-8") as f:
                 text = f.read()
-            if "load_solution" in text or "spec_from_file_location" in text:
-                dg.prewarm()
+            # score_cases (deepgym_cases) calls load_solution for the verifier.
+            if any(word in text for word in ("load_solution", "score_cases",
+                                             "spec_from_file_location")):
+                deepgym_proxy.prewarm()
         except OSError:
             pass  # reported below when the verifier is read for real
-    timings = {"ready": time.monotonic() - started}
+    timings = {"ready": time.monotonic() - started, "cpu_ready": time.process_time()}
     signal.signal(signal.SIGALRM, on_deadline)
     signal.setitimer(signal.ITIMER_REAL, max(0.05, float(config.get("timeout", 60))))
     capture = _BoundedText()
@@ -336,8 +345,11 @@ def main():
     finally:
         sys.stdout = sys.__stdout__
     timings["verified"] = time.monotonic() - started
-    dg.shutdown_all()
+    timings["cpu_verified"] = time.process_time()
+    if deepgym_spawn.shutdown_all() and config.get("clean_marker"):
+        _mark_clean(config["clean_marker"])
     timings["shut_down"] = time.monotonic() - started
+    timings["cpu_shut_down"] = time.process_time()  # this process's own CPU seconds so far
     result["timings"] = timings  # where a run's time went, for diagnosis
     if result["kind"] == "verdict" and "exit_code" not in result:
         score = result.get("score")
@@ -347,6 +359,15 @@ def main():
     result["final"] = True
     emit(result)
     os._exit(int(result["exit_code"]))
+
+
+def _mark_clean(name):
+    """Tell the provider (a file in the work directory, which no solution can reach) that
+    every solution process is known to be gone, so it can skip its sweep by uid."""
+    try:
+        os.close(os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600))
+    except OSError:
+        pass
 
 
 def _failure(exc, in_play, shape):

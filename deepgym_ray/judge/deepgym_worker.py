@@ -123,9 +123,13 @@ def _send(fd, message):
         view = view[written:]
 
 
-def _read_exact(fd, size):
+def read_exact(fd, size, wait=None):
+    """Exactly ``size`` bytes from ``fd`` (EOFError when it closes first). The runner's side of
+    the pipe uses it too, with ``wait(fd)`` called before each read (it waits with a deadline)."""
     chunks = []
     while size:
+        if wait is not None:
+            wait(fd)
         chunk = os.read(fd, min(size, 1 << 20))
         if not chunk:
             raise EOFError
@@ -135,8 +139,8 @@ def _read_exact(fd, size):
 
 
 def _receive(fd):
-    size = int.from_bytes(_read_exact(fd, 4), "big")
-    return marshal.loads(_read_exact(fd, size))
+    size = int.from_bytes(read_exact(fd, 4), "big")
+    return marshal.loads(read_exact(fd, size))
 
 
 def _error(exc):
@@ -154,7 +158,7 @@ def _error(exc):
 
 
 def _decode_args(tree):
-    # Arguments come from the trusted verifier, encoded by deepgym_solution.
+    # Arguments come from the trusted verifier, encoded by deepgym_proxy (deepgym_wire).
     kind = tree[0]
     if kind == "N":
         return None

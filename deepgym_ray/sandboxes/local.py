@@ -9,6 +9,16 @@ empty environment; when we run as root it also runs as a fresh unprivileged uid 
 memory, CPU time, processes, file sizes and open files. Where bwrap or root is missing it still
 runs, and says once which isolation is missing.
 
+Speed without less isolation: the judge runner is forked from a warm, trusted fork server
+(``forkserver``; one per provider, reachable only over a private socket pair) instead of starting
+an interpreter per run, falling back to exec when the server is gone. Likewise solution
+processes are forked by a warm solution zygote (``zygote``), itself confined by bwrap, which
+gives each its own network and IPC namespaces and drops it to the run's uid; when the zygote
+is gone they start with bwrap each. Cleanup stays certain: the runner proves its solution
+processes gone (bwrap-started: their PID namespaces' inits have exited; zygote-started: no
+process of the run's uid is left after its sweep) by creating ``CLEAN_MARKER`` in the work
+directory; without that proof ``destroy`` kills by uid.
+
 Example:
     >>> provider = LocalProvider()                                   # doctest: +SKIP
     >>> box = provider.create(env)                                   # doctest: +SKIP
@@ -22,28 +32,36 @@ from __future__ import annotations
 import logging
 import os
 import secrets
-import select
 import shutil
 import signal
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from functools import lru_cache
 from pathlib import Path, PurePosixPath
 
 from deepgym_ray.exceptions import SandboxError
 from deepgym_ray.judge import RUNNER
+from deepgym_ray.judge.deepgym_proc import Drain, wait_exit
 from deepgym_ray.models import Environment
 from deepgym_ray.sandboxes.base import CommandResult, Sandbox, SandboxProvider
 from deepgym_ray.sandboxes.forkserver import RunnerForkServer
+from deepgym_ray.sandboxes.isolation import (
+    bwrap_prefix,
+    count_own_processes,
+    kill_uid,
+    world_reachable,
+)
+from deepgym_ray.sandboxes.zygote import SolutionZygote
 
 logger = logging.getLogger(__name__)
 
 MB = 1 << 20
+# The runner creates this file in the work directory once it knows that no solution process
+# is left (see deepgym_spawn.kill); then destroy() can skip its sweep of /proc by uid.
+CLEAN_MARKER = ".deepgym-clean"
 _WARNED: set[str] = set()
 
 
@@ -60,6 +78,7 @@ class _Box:
     uid: int | None
     timeout: float
     procs: list[subprocess.Popen]
+    zygote: subprocess.Popen | None = None  # the zygote serving this run, if any
 
 
 def _base_python() -> str:
@@ -67,101 +86,7 @@ def _base_python() -> str:
     return os.path.realpath(base)
 
 
-def _hidden_dirs(roots: Sequence[str]) -> list[str]:
-    """Directories under the bound roots the solution must not see: installed packages
-    (site-packages, dist-packages) and this package wherever it lives."""
-    hidden = []
-    for root in roots:
-        for lib in ("lib", "lib64", "local/lib"):
-            base = Path(root) / lib
-            if not base.is_dir():
-                continue
-            for child in base.glob("python3*"):
-                for name in ("site-packages", "dist-packages"):
-                    if (child / name).is_dir():
-                        hidden.append(str(child / name))
-        if (Path(root) / "lib/python3/dist-packages").is_dir():
-            hidden.append(str(Path(root) / "lib/python3/dist-packages"))
-    package = os.path.realpath(Path(__file__).resolve().parent.parent)
-    if any(package == r or package.startswith(r.rstrip("/") + "/") for r in roots):
-        hidden.append(package)
-    return sorted(set(hidden))
-
-
-def _dirs_for(path: str) -> list[str]:
-    """bwrap options making every ancestor of ``path`` a traversable directory: bwrap would
-    create them 0700 (so an unprivileged solution could not reach the interpreter)."""
-    options: list[str] = []
-    parts = PurePosixPath(path).parts[1:-1]
-    for i in range(len(parts)):
-        options += ["--perms", "0755", "--dir", "/" + "/".join(parts[: i + 1])]
-    return options
-
-
-@lru_cache(maxsize=4)
-def _bwrap_prefix(python: str, as_root: bool) -> tuple[str, ...] | None:
-    """The bwrap options that confine a solution (without --chdir and the command), or None
-    when bwrap cannot make the namespaces here."""
-    bwrap = shutil.which("bwrap")
-    if bwrap is None:
-        return None
-    prefix = [bwrap, "--die-with-parent", "--new-session", "--clearenv"]
-    if as_root:
-        # No user namespace: the worker drops to its own uid in the real one (see worker).
-        prefix += ["--unshare-net", "--unshare-pid", "--unshare-ipc", "--unshare-uts",
-                   "--unshare-cgroup-try", "--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID"]
-    else:
-        prefix += ["--unshare-all"]
-    roots = ["/usr"]
-    prefix += ["--ro-bind", "/usr", "/usr"]
-    for link in ("/lib", "/lib64", "/lib32", "/bin", "/sbin"):
-        if os.path.islink(link):
-            prefix += ["--symlink", os.readlink(link), link]
-        elif os.path.isdir(link):
-            prefix += ["--ro-bind", link, link]
-            roots.append(link)
-    base = os.path.realpath(sys.base_prefix)
-    if not base.startswith("/usr/"):
-        prefix += _dirs_for(base) + ["--ro-bind", base, base]
-        roots.append(base)
-    if os.path.dirname(python) not in (f"{r}/bin" for r in roots):
-        prefix += _dirs_for(python) + ["--ro-bind", python, python]
-    for hidden in _hidden_dirs(roots):
-        prefix += ["--tmpfs", hidden]
-    prefix += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp"]
-    probe = prefix + ["--", python, "-I", "-S", "-c", "pass"]
-    try:
-        done = subprocess.run(probe, capture_output=True, timeout=20)
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-    if done.returncode != 0:
-        logger.debug("bwrap probe failed: %s", done.stderr.decode(errors="replace")[-500:])
-        return None
-    return tuple(prefix)
-
-
 _SWEPT = False
-
-
-def wait_exit(proc: subprocess.Popen, timeout: float) -> bool:
-    """Wait for ``proc`` to exit; False at the deadline. A pidfd wakes us the moment it exits
-    (``Popen.wait(timeout)`` polls with sleeps growing to 50 ms, a cost on every run)."""
-    try:
-        pidfd = os.pidfd_open(proc.pid)
-    except (AttributeError, OSError):  # no pidfd (old kernel or not Linux)
-        try:
-            proc.wait(timeout=timeout)
-            return True
-        except subprocess.TimeoutExpired:
-            return False
-    try:
-        ready, _, _ = select.select([pidfd], [], [], max(0.0, timeout))
-    finally:
-        os.close(pidfd)
-    if not ready:
-        return proc.poll() is not None
-    proc.wait()
-    return True
 
 
 def _sweep_stale_dirs() -> None:
@@ -179,48 +104,6 @@ def _sweep_stale_dirs() -> None:
         shutil.rmtree(path, ignore_errors=True)
 
 
-def _world_reachable(path: str) -> bool:
-    """Whether any user can traverse every directory down to ``path``."""
-    current = Path(path).parent
-    while True:
-        try:
-            if not current.stat().st_mode & 0o001:
-                return False
-        except OSError:
-            return False
-        if current == current.parent:
-            return True
-        current = current.parent
-
-
-def _count_own_processes() -> int:
-    uid = os.getuid()
-    count = 0
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                if os.stat(f"/proc/{entry}").st_uid == uid:
-                    count += 1
-            except OSError:
-                pass
-    return count
-
-
-class _Drain(threading.Thread):
-    def __init__(self, stream, limit: int) -> None:
-        super().__init__(daemon=True)
-        self.stream, self.limit, self.data = stream, limit, bytearray()
-        self.start()
-
-    def run(self) -> None:
-        try:
-            while chunk := self.stream.read1(1 << 16):
-                if len(self.data) < self.limit:
-                    self.data += chunk[: self.limit - len(self.data)]
-        except (OSError, ValueError):
-            pass
-
-
 class LocalProvider(SandboxProvider):
     """Runs each sandbox as local processes (see the module docstring for the isolation).
 
@@ -228,6 +111,9 @@ class LocalProvider(SandboxProvider):
     process; ``verifier_memory_mb`` limits the runner. ``isolation='none'`` skips bubblewrap.
     ``fork_server=True`` starts judge runners by forking a warm runner process (see
     ``forkserver``) instead of starting an interpreter per run; other commands always exec.
+    ``solution_zygote`` (on by default where bwrap and root are there) forks solution processes
+    from a warm, confined zygote (see ``zygote``) instead of a bwrap and interpreter each; when
+    not given, the environment variable ``DEEPGYM_SOLUTION_ZYGOTE=0`` turns it off.
     """
 
     name = "local"
@@ -236,7 +122,7 @@ class LocalProvider(SandboxProvider):
                  max_file_mb: int = 64, max_open_files: int = 256,
                  verifier_memory_mb: int = 4096, isolation: str = "auto",
                  python: str | None = None, output_limit_mb: int = 32,
-                 fork_server: bool = True) -> None:
+                 fork_server: bool = True, solution_zygote: bool | None = None) -> None:
         if isolation not in ("auto", "bwrap", "none"):
             raise ValueError(f"isolation must be 'auto', 'bwrap' or 'none', got {isolation!r}")
         self.python = python or sys.executable
@@ -245,13 +131,20 @@ class LocalProvider(SandboxProvider):
         self.max_file_mb, self.max_open_files = max_file_mb, max_open_files
         self.verifier_memory_mb, self.output_limit = verifier_memory_mb, output_limit_mb * MB
         self.as_root = os.geteuid() == 0
-        self.bwrap = None if isolation == "none" else _bwrap_prefix(self.solution_python,
+        self.bwrap = None if isolation == "none" else bwrap_prefix(self.solution_python,
                                                                     self.as_root)
         if isolation == "bwrap" and self.bwrap is None:
             raise SandboxError("isolation='bwrap' was asked for, but bubblewrap cannot create "
                                "namespaces here (install the 'bubblewrap' package)")
-        self._nproc = max_processes if self.as_root else _count_own_processes() + 512
+        self._nproc = max_processes if self.as_root else count_own_processes() + 512
         self.fork_server = RunnerForkServer(self.python) if fork_server else None
+        if solution_zygote is None:
+            solution_zygote = os.environ.get("DEEPGYM_SOLUTION_ZYGOTE", "1") != "0"
+        self.zygote = self._solutions_root = None
+        if solution_zygote and self.bwrap is not None and self.as_root:
+            self._solutions_root = tempfile.mkdtemp(prefix=f"deepgym-sol-{os.getpid()}-z")
+            os.chmod(self._solutions_root, 0o711)
+            self.zygote = SolutionZygote(self.bwrap, self.solution_python, self._solutions_root)
         _sweep_stale_dirs()
         self._report_isolation()
 
@@ -260,7 +153,7 @@ class LocalProvider(SandboxProvider):
         if self.bwrap is None:
             missing.append("no bubblewrap namespaces: the solution can see the host's files "
                            "(including the verifier) and reach the network")
-            if self.as_root and not _world_reachable(self.solution_python):
+            if self.as_root and not world_reachable(self.solution_python):
                 missing.append(f"the solution's uid cannot reach {self.solution_python} (a "
                                "private directory on the way), so scripts and late imports fail")
         if not self.as_root:
@@ -283,7 +176,11 @@ class LocalProvider(SandboxProvider):
         work = Path(tempfile.mkdtemp(prefix=f"deepgym-run-{os.getpid()}-"))
         # The solution owns only ``<holder>/work``: the holder stays ours, so the solution can
         # never swap its directory for a symlink to a place the runner would then write into.
-        holder = Path(tempfile.mkdtemp(prefix=f"deepgym-sol-{os.getpid()}-"))
+        if self._solutions_root is not None:  # where the zygote sees every run's directory
+            os.makedirs(self._solutions_root, mode=0o711, exist_ok=True)
+            holder = Path(tempfile.mkdtemp(prefix="run-", dir=self._solutions_root))
+        else:
+            holder = Path(tempfile.mkdtemp(prefix=f"deepgym-sol-{os.getpid()}-"))
         holder.chmod(0o711)
         sol = holder / "work"
         sol.mkdir(mode=0o700)
@@ -317,12 +214,29 @@ class LocalProvider(SandboxProvider):
             holder = str(box.solution_dir.parent)  # bwrap would make it 0700: untraversable
             launch.update(kind="bwrap", prefix=[*self.bwrap, "--perms", "0711", "--dir", holder,
                                                 "--bind", sol, sol])
+            if self.zygote is not None and box.uid is not None:
+                # None when the zygote cannot run: the runner then uses bwrap as above.
+                launch["zygote"] = self.zygote.socket_path()
+                box.zygote = self.zygote.process if launch["zygote"] else None
         return {"launch": launch, "solution_dir": str(box.solution_dir),
+                "clean_marker": str(box.work_dir / CLEAN_MARKER),
                 "limits": {"as": self.verifier_memory_mb * MB, "core": 0,
                            "fsize": self.max_file_mb * 4 * MB}}
 
     def run(self, sandbox: Sandbox, command: Sequence[str], *, timeout: float,
             stdin: bytes | None = None, env: Mapping[str, str] | None = None) -> CommandResult:
+        result = self._run(sandbox, command, timeout=timeout, stdin=stdin, env=env)
+        zygote = sandbox.handle.zygote
+        if zygote is not None and zygote.poll() is not None:
+            # The zygote only exits when we close it, and its death takes the run's solution
+            # processes with it: whatever the runner made of that, it was not the answer's doing.
+            raise SandboxError("the solution zygote died during the run (exit code "
+                               f"{zygote.returncode}); the answer was not judged",
+                               sandbox_id=sandbox.id)
+        return result
+
+    def _run(self, sandbox: Sandbox, command: Sequence[str], *, timeout: float,
+             stdin: bytes | None, env: Mapping[str, str] | None) -> CommandResult:
         box: _Box = sandbox.handle
         environ = {"PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8",
                    "HOME": str(box.work_dir), "TMPDIR": str(box.work_dir)}
@@ -343,7 +257,7 @@ class LocalProvider(SandboxProvider):
             raise SandboxError(f"cannot start {command[0]!r}: {exc}",
                                sandbox_id=sandbox.id) from exc
         box.procs.append(proc)
-        out, err = _Drain(proc.stdout, self.output_limit), _Drain(proc.stderr, MB)
+        out, err = Drain(proc.stdout, self.output_limit), Drain(proc.stderr, MB)
         try:
             proc.stdin.write(stdin or b"")
             proc.stdin.close()
@@ -373,8 +287,8 @@ class LocalProvider(SandboxProvider):
             for fd in (in_w, out_r, err_r):
                 os.close(fd)
             return None
-        out = _Drain(os.fdopen(out_r, "rb"), self.output_limit)
-        err = _Drain(os.fdopen(err_r, "rb"), MB)
+        out = Drain(os.fdopen(out_r, "rb"), self.output_limit)
+        err = Drain(os.fdopen(err_r, "rb"), MB)
         try:
             with os.fdopen(in_w, "wb") as pipe:
                 pipe.write(stdin or b"")
@@ -393,15 +307,21 @@ class LocalProvider(SandboxProvider):
                              timed_out=timed_out, duration=time.monotonic() - started)
 
     def close(self) -> None:
-        """Stop the runner fork server (a later run starts a new one)."""
+        """Stop the runner fork server and the zygote (a later run starts new ones)."""
         if self.fork_server is not None:
             self.fork_server.close()
+        if self.zygote is not None:
+            self.zygote.close()
+            try:
+                os.rmdir(self._solutions_root)  # only when no run's directory is left
+            except OSError:
+                pass
 
     def destroy(self, sandbox: Sandbox) -> None:
         box: _Box = sandbox.handle
         for proc in box.procs:
             self._kill_group(proc)
-        if box.uid is not None:
+        if box.uid is not None and not (box.work_dir / CLEAN_MARKER).is_file():
             kill_uid(box.uid)
         for path in (box.work_dir, box.solution_dir.parent):
             shutil.rmtree(path, ignore_errors=True)
@@ -414,42 +334,3 @@ class LocalProvider(SandboxProvider):
             pass
         if not wait_exit(proc, 10):
             logger.error("process %s survived SIGKILL for 10s", proc.pid)
-
-
-def _uid_processes(uid: int) -> list[int]:
-    """Live (not zombie) processes whose real uid is ``uid``. Reads /proc/<pid>/status, since
-    a process that changed uid is not dumpable and its /proc entry belongs to root."""
-    pids = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/status", encoding="ascii", errors="replace") as f:
-                text = f.read()
-        except OSError:
-            continue
-        state = uid_line = None
-        for line in text.splitlines():
-            if line.startswith("State:"):
-                state = line.split()[1]
-            elif line.startswith("Uid:"):
-                uid_line = line.split()[1:]
-                break
-        if uid_line and state != "Z" and str(uid) in uid_line:
-            pids.append(int(entry))
-    return pids
-
-
-def kill_uid(uid: int) -> None:
-    """SIGKILL every process owned by ``uid`` until none is left (bounded)."""
-    for _ in range(200):
-        pids = _uid_processes(uid)
-        if not pids:
-            return
-        for pid in pids:
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except (ProcessLookupError, PermissionError):
-                pass
-        time.sleep(0.002)
-    logger.error("processes of uid %s survived cleanup", uid)

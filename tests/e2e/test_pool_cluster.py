@@ -16,6 +16,7 @@ import pytest
 ray = pytest.importorskip("ray")
 
 sys.path.insert(0, str(Path(__file__).parents[1]))  # tests/providers.py
+from conftest import start_local_ray  # noqa: E402
 from providers import make_client, script  # noqa: E402
 
 from deepgym_ray.config import PoolConfig  # noqa: E402
@@ -34,7 +35,6 @@ FAST_HEALTH_CHECKS = {"health_check_initial_delay_ms": 0, "health_check_period_m
 @pytest.fixture(scope="module")
 def cluster():
     """A head and two worker nodes on 127.0.0.1, no dashboard; the driver joins the head."""
-    import ray._private.services as services
     from ray.cluster_utils import Cluster
 
     # The session's single-node instance (ray_local), if a test started it, makes way for
@@ -47,23 +47,14 @@ def cluster():
     try:
         workers = [cluster.add_node(**NODE_ARGS) for _ in range(2)]
         cluster.wait_for_nodes()
-        # ray.init rewrites a loopback address to the machine's own IP, where this cluster
-        # does not listen; keep 127.0.0.1 while the driver connects.
-        resolve = services.resolve_ip_for_localhost
-        services.resolve_ip_for_localhost = lambda host: host
-        try:
-            ray.init(address=cluster.address, _node_ip_address="127.0.0.1",
-                     namespace="deepgym_ray_e2e", log_to_driver=False)
-        finally:
-            services.resolve_ip_for_localhost = resolve
+        ray.init(address=cluster.address, _node_ip_address="127.0.0.1",
+                 namespace="deepgym_ray_e2e", log_to_driver=False)
         yield cluster, workers
     finally:
         ray.shutdown()
         cluster.shutdown()
         if restore:
-            ray.init(num_cpus=4, include_dashboard=False, _node_ip_address="127.0.0.1",
-                     namespace="deepgym_ray_tests", log_to_driver=False,
-                     runtime_env={"env_vars": {"RAY_NODE_IP_ADDRESS": "127.0.0.1"}})
+            start_local_ray()
 
 
 def make_pool(tmp_path, actors=6):
@@ -130,6 +121,7 @@ def test_embedded_ray_starts_on_first_batch_and_import_is_cheap():
         node = ray._private.worker.global_worker.node
         print("OUT", json.dumps({"cheap": cheap, "rewards": batch.rewards,
                                  "started_here": bool(node.head),
+                                 "node_ip": node.node_ip_address,
                                  "dashboard": node.webui_url}))
         ray.shutdown()
     """)
@@ -143,6 +135,7 @@ def test_embedded_ray_starts_on_first_batch_and_import_is_cheap():
     out = json.loads(next(x for x in proc.stdout.splitlines() if x.startswith("OUT "))[4:])
     assert out["cheap"] is True
     assert out["rewards"] == [1.0, 0.5]
-    # It started a Ray of its own (not joined one). Ray maps a 127.0.0.1 node address to the
-    # machine's own (services.resolve_ip_for_localhost), so the address is not checked.
+    # It started a Ray of its own (not joined one), on the loopback interface (conftest.py keeps
+    # Ray from rewriting 127.0.0.1), without a dashboard.
     assert out["started_here"] is True and not out["dashboard"]
+    assert out["node_ip"] == "127.0.0.1"

@@ -5,6 +5,7 @@ import json
 import random
 import sys
 
+from deepgym_cases import summarize
 from deepgym_solution import run_solution
 
 FIXED = ["()", "([]{})", "(]", "([)]", "", "((((", "{[()()]}", "}{", "[", "(()[]{}){[]}"]
@@ -48,15 +49,12 @@ def main():
         got = lines[i].strip() if i < len(lines) else None
         results.append({"id": f"line_{i}", "passed": got == want, "score": float(got == want),
                         "input": inputs[i], "expected": want, "got": got})
-    passed = sum(r["passed"] for r in results)
-    score = passed / len(results)
-    note = f"{passed}/{len(results)} lines right"
+    result = summarize(results)
     if run.timed_out:
-        note += "; the program timed out"
+        result["details"] += "; the program timed out"
     elif run.exit_code != 0:
-        note += f"; the program exited with {run.exit_code}: {run.stderr[-300:]}"
-    print(json.dumps({"score": score, "passed": passed == len(results), "details": note,
-                      "cases": results}))
+        result["details"] += f"; the program exited with {run.exit_code}: {run.stderr[-300:]}"
+    print(json.dumps(result))
 
 
 if __name__ == "__main__":

@@ -2,7 +2,7 @@
 
 import random
 
-from deepgym_solution import load_solution
+from deepgym_cases import score_cases
 
 FIXED = [
     ([1, 2, 5], 11), ([2], 3), ([1], 0), ([1], 7), ([3, 7], 1), ([5, 10, 25], 30),
@@ -37,27 +37,9 @@ def _cases():
 
 
 def verify(solution_path, test_cases_path=None):
-    try:
-        solution = load_solution(solution_path)
-    except Exception as exc:
-        return {"score": 0.0, "passed": False, "details": f"could not load: {exc!r}"}
-    cases, passed = [], 0
-    for i, (coins, amount) in enumerate(_cases()):
-        expected = _fewest(coins, amount)
-        try:
-            got = solution.coin_change(list(coins), amount)
-            ok = type(got) is int and got == expected
-            note = f"expected {expected}, got {got!r}"
-        except Exception as exc:  # the solution's exception or timeout: this case fails
-            ok, note = False, f"{type(exc).__name__}: {exc}"
-        passed += ok
-        cases.append({"id": f"case_{i}", "passed": ok, "score": float(ok),
-                      "input": f"coins={coins}, amount={amount}", "note": note[:300]})
-    score = passed / len(cases)
-    return {
-        "score": score,
-        "passed": passed == len(cases),
-        "details": f"{passed}/{len(cases)} cases passed",
-        "reward_components": {"correctness": score},
-        "cases": cases,
-    }
+    cases = [(f"case_{i}", (list(coins), amount), _fewest(coins, amount),
+              {"input": f"coins={coins}, amount={amount}"})
+             for i, (coins, amount) in enumerate(_cases())]
+    result = score_cases(solution_path, "coin_change", cases)
+    result["reward_components"] = {"correctness": result["score"]}
+    return result

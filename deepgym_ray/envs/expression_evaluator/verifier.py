@@ -10,7 +10,7 @@ import ast
 import json
 import random
 
-from deepgym_solution import load_solution
+from deepgym_cases import score_cases
 
 _BINARY = {ast.Add: lambda a, b: a + b, ast.Sub: lambda a, b: a - b, ast.Mult: lambda a, b: a * b}
 
@@ -75,28 +75,5 @@ def _random_cases():
 
 def verify(solution_path, test_cases_path=None):
     cases = _file_cases(test_cases_path) + _random_cases()
-    load_error = None
-    try:
-        solution = load_solution(solution_path)
-    except Exception as exc:
-        solution, load_error = None, f"could not load the solution: {type(exc).__name__}: {exc}"
-    results = []
-    for case_id, expression, expected in cases:
-        if solution is None:
-            ok, note = False, load_error
-        else:
-            try:
-                got = solution.evaluate(expression)
-                ok = type(got) is int and got == expected
-                note = "" if ok else f"{expression[:60]!r}: expected {expected}, got {got!r}"
-            except Exception as exc:
-                ok, note = False, f"{type(exc).__name__}: {exc}"
-        results.append({"id": case_id, "passed": ok, "score": 1.0 if ok else 0.0,
-                        "error": note[:200]})
-    n_passed = sum(case["passed"] for case in results)
-    return {
-        "score": n_passed / len(results),
-        "passed": n_passed == len(results),
-        "details": f"{n_passed}/{len(results)} cases passed",
-        "cases": results,
-    }
+    return score_cases(solution_path, "evaluate",
+                       [(case_id, (text,), expected) for case_id, text, expected in cases])

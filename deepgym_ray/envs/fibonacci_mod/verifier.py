@@ -2,14 +2,14 @@
 
 Small cases get a generous limit; huge ``n`` gets about a second, which only an O(log n)
 method meets. Cases are run grouped by limit, each group through a solution proxy whose
-per-call timeout is that limit (``load_solution(path, timeout=...)``); a call that runs past
-it fails that case only. Expected values come from 2x2 matrix powers, cross-checked with a
+per-call timeout is that limit (``score_cases(..., timeout=...)``); a call that runs past it
+fails that case only. Expected values come from 2x2 matrix powers, cross-checked with a
 plain loop for small ``n``.
 """
 
 import random
 
-from deepgym_solution import load_solution
+from deepgym_cases import score_cases, summarize
 
 SMALL_LIMIT = 2.0  # seconds per call
 HUGE_LIMIT = 1.0
@@ -68,42 +68,14 @@ def _expected_cases():
     return out
 
 
-def _run_case(solution, n, m, expected):
-    try:
-        got = solution.fib_mod(n, m)
-    except TimeoutError as exc:
-        return False, f"timed out: {exc}"
-    except Exception as exc:
-        return False, f"{type(exc).__name__}: {exc}"
-    if type(got) is int and got == expected:
-        return True, ""
-    return False, f"fib_mod({n}, {m}): expected {expected}, got {got!r}"
-
-
 def verify(solution_path, test_cases_path=None):
     cases = _expected_cases()
-    outcome = {}
+    records = {}
     for limit in sorted({case[3] for case in cases}, reverse=True):
-        try:
-            solution = load_solution(solution_path, timeout=limit)
-        except Exception as exc:
-            solution, error = None, f"could not load the solution: {type(exc).__name__}: {exc}"
-        for case_id, n, m, case_limit, expected in cases:
-            if case_limit != limit:
-                continue
-            if solution is None:
-                outcome[case_id] = (False, error)
-            else:
-                outcome[case_id] = _run_case(solution, n, m, expected)
-    results = []
-    for case_id, _, _, limit, _ in cases:
-        ok, note = outcome[case_id]
-        results.append({"id": case_id, "passed": ok, "score": 1.0 if ok else 0.0,
-                        "timeout": limit, "error": note[:200]})
-    n_passed = sum(case["passed"] for case in results)
-    return {
-        "score": n_passed / len(results),
-        "passed": n_passed == len(results),
-        "details": f"{n_passed}/{len(results)} cases passed",
-        "cases": results,
-    }
+        group = [(case_id, (n, m), expected)
+                 for case_id, n, m, case_limit, expected in cases if case_limit == limit]
+        # Each case has its own limit, so a timeout fails that case only: no skipping.
+        result = score_cases(solution_path, "fib_mod", group, timeout=limit,
+                             stop_after_timeout=False, extra={"timeout": limit})
+        records.update((record["id"], record) for record in result["cases"])
+    return summarize([records[case_id] for case_id, *_ in cases])

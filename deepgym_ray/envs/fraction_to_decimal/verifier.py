@@ -9,7 +9,7 @@ also parsed back into a fraction and compared, as a self-check.
 import random
 from fractions import Fraction
 
-from deepgym_solution import load_solution
+from deepgym_cases import score_cases
 
 
 def _order_of_ten(modulus):
@@ -73,35 +73,9 @@ def _expected_cases():
         expected = _expected(numerator, denominator)
         if _parse(expected) != Fraction(numerator, denominator):
             raise AssertionError(f"verifier self-check failed on case {case_id}")
-        out.append((case_id, numerator, denominator, expected))
+        out.append((case_id, (numerator, denominator), expected))
     return out
 
 
 def verify(solution_path, test_cases_path=None):
-    cases = _expected_cases()
-    load_error = None
-    try:
-        solution = load_solution(solution_path)
-    except Exception as exc:
-        solution, load_error = None, f"could not load the solution: {type(exc).__name__}: {exc}"
-    results = []
-    for case_id, numerator, denominator, expected in cases:
-        if solution is None:
-            ok, note = False, load_error
-        else:
-            try:
-                got = solution.fraction_to_decimal(numerator, denominator)
-                ok = type(got) is str and got == expected
-                note = "" if ok else (
-                    f"{numerator}/{denominator}: expected {expected!r}, got {got!r}")
-            except Exception as exc:
-                ok, note = False, f"{type(exc).__name__}: {exc}"
-        results.append({"id": case_id, "passed": ok, "score": 1.0 if ok else 0.0,
-                        "error": note[:200]})
-    n_passed = sum(case["passed"] for case in results)
-    return {
-        "score": n_passed / len(results),
-        "passed": n_passed == len(results),
-        "details": f"{n_passed}/{len(results)} cases passed",
-        "cases": results,
-    }
+    return score_cases(solution_path, "fraction_to_decimal", _expected_cases())

@@ -7,7 +7,7 @@ the obvious solution) and compares canonical forms: each group sorted, the group
 import random
 from collections import Counter
 
-from deepgym_solution import load_solution
+from deepgym_cases import score_cases
 
 
 def _canonical(groups):
@@ -51,33 +51,12 @@ def _cases():
     return cases
 
 
+def _check(got, expected):
+    if not _well_typed(got):
+        return f"expected a list of non-empty lists of str, got {got!r}"
+    return _canonical(got) == expected or f"wrong grouping: {got!r}"
+
+
 def verify(solution_path, test_cases_path=None):
-    cases = [(case_id, words, _expected(words)) for case_id, words in _cases()]
-    load_error = None
-    try:
-        solution = load_solution(solution_path)
-    except Exception as exc:
-        solution, load_error = None, f"could not load the solution: {type(exc).__name__}: {exc}"
-    results = []
-    for case_id, words, expected in cases:
-        if solution is None:
-            ok, note = False, load_error
-        else:
-            try:
-                got = solution.group_anagrams(list(words))
-                if not _well_typed(got):
-                    ok, note = False, f"expected a list of non-empty lists of str, got {got!r}"
-                else:
-                    ok = _canonical(got) == expected
-                    note = "" if ok else f"wrong grouping: {got!r}"
-                note = note[:200]
-            except Exception as exc:
-                ok, note = False, f"{type(exc).__name__}: {exc}"[:200]
-        results.append({"id": case_id, "passed": ok, "score": 1.0 if ok else 0.0, "error": note})
-    n_passed = sum(case["passed"] for case in results)
-    return {
-        "score": n_passed / len(results),
-        "passed": n_passed == len(results),
-        "details": f"{n_passed}/{len(results)} cases passed",
-        "cases": results,
-    }
+    cases = [(case_id, (words,), _expected(words)) for case_id, words in _cases()]
+    return score_cases(solution_path, "group_anagrams", cases, check=_check)

@@ -7,7 +7,7 @@ an exhaustive search so the trusted answer is itself tested.
 import itertools
 import random
 
-from deepgym_solution import load_solution
+from deepgym_cases import score_cases
 
 
 def _best_value(weights, values, capacity):
@@ -59,34 +59,9 @@ def _expected_cases():
         expected = _best_value(weights, values, capacity)
         if len(weights) <= 12 and _brute_force(weights, values, capacity) != expected:
             raise AssertionError(f"verifier self-check failed on case {case_id}")
-        cases.append((case_id, weights, values, capacity, expected))
+        cases.append((case_id, (weights, values, capacity), expected))
     return cases
 
 
 def verify(solution_path, test_cases_path=None):
-    cases = _expected_cases()
-    load_error = None
-    try:
-        solution = load_solution(solution_path)
-    except Exception as exc:
-        solution, load_error = None, f"could not load the solution: {type(exc).__name__}: {exc}"
-    results = []
-    for case_id, weights, values, capacity, expected in cases:
-        if solution is None:
-            ok, note = False, load_error
-        else:
-            try:
-                # Copies, so a solution that mutates its arguments cannot disturb later checks.
-                got = solution.knapsack(list(weights), list(values), capacity)
-                ok = type(got) is int and got == expected
-                note = "" if ok else f"expected {expected}, got {got!r}"[:200]
-            except Exception as exc:
-                ok, note = False, f"{type(exc).__name__}: {exc}"[:200]
-        results.append({"id": case_id, "passed": ok, "score": 1.0 if ok else 0.0, "error": note})
-    n_passed = sum(case["passed"] for case in results)
-    return {
-        "score": n_passed / len(results),
-        "passed": n_passed == len(results),
-        "details": f"{n_passed}/{len(results)} cases passed",
-        "cases": results,
-    }
+    return score_cases(solution_path, "knapsack", _expected_cases())

@@ -5,7 +5,7 @@ The expected lengths come from the verifier's own table; the solution only ever 
 
 import random
 
-from deepgym_solution import load_solution
+from deepgym_cases import score_cases
 
 
 def _lcs(a, b):
@@ -45,28 +45,5 @@ def _cases():
 
 def verify(solution_path, test_cases_path=None):
     # Every expected answer is settled before the solution comes into play.
-    cases = [(case_id, a, b, _lcs(a, b)) for case_id, a, b in _cases()]
-    load_error = None
-    try:
-        solution = load_solution(solution_path)
-    except Exception as exc:  # a solution that cannot even load fails every case
-        solution, load_error = None, f"could not load the solution: {type(exc).__name__}: {exc}"
-    results = []
-    for case_id, a, b, expected in cases:
-        if solution is None:
-            ok, note = False, load_error
-        else:
-            try:
-                got = solution.lcs_length(a, b)
-                ok = type(got) is int and got == expected
-                note = "" if ok else f"expected {expected}, got {got!r}"[:200]
-            except Exception as exc:
-                ok, note = False, f"{type(exc).__name__}: {exc}"[:200]
-        results.append({"id": case_id, "passed": ok, "score": 1.0 if ok else 0.0, "error": note})
-    n_passed = sum(case["passed"] for case in results)
-    return {
-        "score": n_passed / len(results),
-        "passed": n_passed == len(results),
-        "details": f"{n_passed}/{len(results)} cases passed",
-        "cases": results,
-    }
+    cases = [(case_id, (a, b), _lcs(a, b)) for case_id, a, b in _cases()]
+    return score_cases(solution_path, "lcs_length", cases)

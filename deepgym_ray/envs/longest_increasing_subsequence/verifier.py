@@ -7,7 +7,7 @@ strictly increasing, a subsequence of the input, as long as the verifier's own o
 import random
 from bisect import bisect_left
 
-from deepgym_solution import load_solution
+from deepgym_cases import score_cases
 
 
 def _lis_length(nums):
@@ -60,29 +60,11 @@ def _cases():
     return cases
 
 
+def _check(got, expected):
+    nums, best = expected
+    return _problem(nums, got, best) or True
+
+
 def verify(solution_path, test_cases_path=None):
-    cases = [(case_id, nums, _lis_length(nums)) for case_id, nums in _cases()]
-    load_error = None
-    try:
-        solution = load_solution(solution_path)
-    except Exception as exc:
-        solution, load_error = None, f"could not load the solution: {type(exc).__name__}: {exc}"
-    results = []
-    for case_id, nums, best in cases:
-        if solution is None:
-            ok, note = False, load_error
-        else:
-            try:
-                got = solution.longest_increasing_subsequence(list(nums))
-                problem = _problem(nums, got, best)
-                ok, note = problem is None, (problem or "")[:200]
-            except Exception as exc:
-                ok, note = False, f"{type(exc).__name__}: {exc}"[:200]
-        results.append({"id": case_id, "passed": ok, "score": 1.0 if ok else 0.0, "error": note})
-    n_passed = sum(case["passed"] for case in results)
-    return {
-        "score": n_passed / len(results),
-        "passed": n_passed == len(results),
-        "details": f"{n_passed}/{len(results)} cases passed",
-        "cases": results,
-    }
+    cases = [(case_id, (nums,), (nums, _lis_length(nums))) for case_id, nums in _cases()]
+    return score_cases(solution_path, "longest_increasing_subsequence", cases, check=_check)

@@ -8,7 +8,7 @@ import json
 import random
 import sys
 
-from deepgym_solution import load_solution
+from deepgym_cases import score_cases
 
 
 def _best_by_prefix_sums(nums):
@@ -51,31 +51,8 @@ def main(solution_path):
         expected = _best_by_prefix_sums(nums)
         if len(nums) <= 40 and _brute_force(nums) != expected:
             raise AssertionError(f"verifier self-check failed on case {case_id}")
-        cases.append((case_id, nums, expected))
-    load_error = None
-    try:
-        solution = load_solution(solution_path)
-    except Exception as exc:
-        solution, load_error = None, f"could not load the solution: {type(exc).__name__}: {exc}"
-    results = []
-    for case_id, nums, expected in cases:
-        if solution is None:
-            ok, note = False, load_error
-        else:
-            try:
-                got = solution.max_subarray_sum(nums)
-                ok = type(got) is int and got == expected
-                note = "" if ok else f"expected {expected}, got {got!r}"[:200]
-            except Exception as exc:
-                ok, note = False, f"{type(exc).__name__}: {exc}"[:200]
-        results.append({"id": case_id, "passed": ok, "score": 1.0 if ok else 0.0, "error": note})
-    n_passed = sum(case["passed"] for case in results)
-    return {
-        "score": n_passed / len(results),
-        "passed": n_passed == len(results),
-        "details": f"{n_passed}/{len(results)} cases passed",
-        "cases": results,
-    }
+        cases.append((case_id, (nums,), expected))
+    return score_cases(solution_path, "max_subarray_sum", cases)
 
 
 if __name__ == "__main__":

@@ -3,7 +3,7 @@
 # over start/end events, a different method from the usual sort-and-extend.
 import random
 
-from deepgym_solution import load_solution
+from deepgym_cases import score_cases
 
 
 def merged_by_sweep(intervals):
@@ -22,13 +22,6 @@ def merged_by_sweep(intervals):
             if depth == 0:
                 out.append([start, position])
     return out
-
-
-def well_typed(value):
-    return type(value) is list and all(
-        type(pair) is list and len(pair) == 2 and all(type(x) is int for x in pair)
-        for pair in value
-    )
 
 
 cases = [
@@ -55,29 +48,9 @@ for i in range(2):
         start = rng.randint(-(10**9), 10**9 - 10**6)
         intervals.append([start, start + rng.randint(0, 10**6)])
     cases.append((f"large_{i}", intervals))
-expected = {case_id: merged_by_sweep(intervals) for case_id, intervals in cases}
-
-load_error = None
-try:
-    solution = load_solution(solution_path)  # noqa: F821 - a parameter of the wrapping function
-except Exception as exc:
-    solution, load_error = None, f"could not load the solution: {type(exc).__name__}: {exc}"
-results = []
-for case_id, intervals in cases:
-    if solution is None:
-        ok, note = False, load_error
-    else:
-        try:
-            got = solution.merge_intervals([list(pair) for pair in intervals])
-            ok = well_typed(got) and got == expected[case_id]
-            note = "" if ok else f"expected {expected[case_id]!r}, got {got!r}"[:200]
-        except Exception as exc:
-            ok, note = False, f"{type(exc).__name__}: {exc}"[:200]
-    results.append({"id": case_id, "passed": ok, "score": 1.0 if ok else 0.0, "error": note})
-n_passed = sum(case["passed"] for case in results)
-return {  # noqa: F706 - the judge runs this file as a function body
-    "score": n_passed / len(results),
-    "passed": n_passed == len(results),
-    "details": f"{n_passed}/{len(results)} cases passed",
-    "cases": results,
-}
+# score_cases compares strictly: a list of [int, int] lists, exactly the expected ones.
+return score_cases(  # noqa: F706 - the judge runs this file as a function body
+    solution_path,  # noqa: F821 - a parameter of the wrapping function
+    "merge_intervals",
+    [(case_id, (intervals,), merged_by_sweep(intervals)) for case_id, intervals in cases],
+)

@@ -6,7 +6,7 @@ decimal digit (a different method from greedy subtraction) and reads them back w
 
 import random
 
-from deepgym_solution import load_solution
+from deepgym_cases import call_named, pass_rate, score_cases
 
 _DIGIT_FORMS = [
     ["", "M", "MM", "MMM"],
@@ -44,34 +44,11 @@ def _cases():
 
 
 def verify(solution_path, test_cases_path=None):
-    cases = _cases()
-    load_error = None
-    try:
-        solution = load_solution(solution_path)
-    except Exception as exc:
-        solution, load_error = None, f"could not load the solution: {type(exc).__name__}: {exc}"
-    results = []
-    for case_id, function, argument, expected in cases:
-        if solution is None:
-            ok, note = False, load_error
-        else:
-            try:
-                got = getattr(solution, function)(argument)
-                ok = type(got) is type(expected) and got == expected
-                note = "" if ok else f"{function}({argument!r}): expected {expected!r}, got {got!r}"
-            except Exception as exc:
-                ok, note = False, f"{type(exc).__name__}: {exc}"
-        results.append({"id": case_id, "passed": ok, "score": 1.0 if ok else 0.0,
-                        "direction": function, "error": note[:200]})
-    components = {}
-    for direction in ("to_roman", "from_roman"):
-        mine = [case["passed"] for case in results if case["direction"] == direction]
-        components[direction] = sum(mine) / len(mine)
-    n_passed = sum(case["passed"] for case in results)
-    return {
-        "score": n_passed / len(results),
-        "passed": n_passed == len(results),
-        "details": f"{n_passed}/{len(results)} cases passed",
-        "reward_components": components,
-        "cases": results,
+    cases = [(case_id, (function, argument), expected, {"direction": function})
+             for case_id, function, argument, expected in _cases()]
+    result = score_cases(solution_path, call_named, cases)
+    result["reward_components"] = {
+        direction: pass_rate(result["cases"], direction=direction)
+        for direction in ("to_roman", "from_roman")
     }
+    return result

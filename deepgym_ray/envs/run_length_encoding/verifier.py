@@ -7,7 +7,7 @@ verifier's encodings of seeded random texts.
 import random
 import re
 
-from deepgym_solution import load_solution
+from deepgym_cases import call_named, score_cases
 
 
 def _encode(text):
@@ -43,28 +43,6 @@ def _cases():
 
 
 def verify(solution_path, test_cases_path=None):
-    cases = _cases()
-    load_error = None
-    try:
-        solution = load_solution(solution_path)
-    except Exception as exc:
-        solution, load_error = None, f"could not load the solution: {type(exc).__name__}: {exc}"
-    results = []
-    for case_id, function, argument, expected in cases:
-        if solution is None:
-            ok, note = False, load_error
-        else:
-            try:
-                got = getattr(solution, function)(argument)
-                ok = type(got) is str and got == expected
-                note = "" if ok else f"{function}({argument[:40]!r}) returned {got!r}"[:200]
-            except Exception as exc:
-                ok, note = False, f"{type(exc).__name__}: {exc}"[:200]
-        results.append({"id": case_id, "passed": ok, "score": 1.0 if ok else 0.0, "error": note})
-    n_passed = sum(case["passed"] for case in results)
-    return {
-        "score": n_passed / len(results),
-        "passed": n_passed == len(results),
-        "details": f"{n_passed}/{len(results)} cases passed",
-        "cases": results,
-    }
+    cases = [(case_id, (function, argument), expected)
+             for case_id, function, argument, expected in _cases()]
+    return score_cases(solution_path, call_named, cases)

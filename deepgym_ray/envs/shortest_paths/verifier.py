@@ -8,7 +8,7 @@ the edges fails.
 import heapq
 import random
 
-from deepgym_solution import load_solution
+from deepgym_cases import score_cases
 
 
 def _bellman_ford(n, edges, source):
@@ -78,34 +78,9 @@ def _expected_cases():
         expected = _dijkstra(n, edges, source)
         if n <= 30 and _bellman_ford(n, edges, source) != expected:
             raise AssertionError(f"verifier self-check failed on case {case_id}")
-        out.append((case_id, n, edges, source, expected))
+        out.append((case_id, (n, edges, source), expected))
     return out
 
 
 def verify(solution_path, test_cases_path=None):
-    cases = _expected_cases()
-    load_error = None
-    try:
-        solution = load_solution(solution_path)
-    except Exception as exc:
-        solution, load_error = None, f"could not load the solution: {type(exc).__name__}: {exc}"
-    results = []
-    for case_id, n, edges, source, expected in cases:
-        if solution is None:
-            ok, note = False, load_error
-        else:
-            try:
-                got = solution.shortest_distances(n, edges, source)
-                ok = (type(got) is list and all(type(d) is int for d in got)
-                      and got == expected)
-                note = "" if ok else f"expected {expected!r:.80}, got {got!r:.80}"
-            except Exception as exc:
-                ok, note = False, f"{type(exc).__name__}: {exc}"[:200]
-        results.append({"id": case_id, "passed": ok, "score": 1.0 if ok else 0.0, "error": note})
-    n_passed = sum(case["passed"] for case in results)
-    return {
-        "score": n_passed / len(results),
-        "passed": n_passed == len(results),
-        "details": f"{n_passed}/{len(results)} cases passed",
-        "cases": results,
-    }
+    return score_cases(solution_path, "shortest_distances", _expected_cases())

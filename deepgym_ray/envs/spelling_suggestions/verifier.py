@@ -8,7 +8,7 @@ is the verifier's own full-table Levenshtein distance to every word, ties broken
 import os
 import random
 
-from deepgym_solution import load_solution
+from deepgym_cases import score_cases
 
 
 def _dictionary():
@@ -76,31 +76,8 @@ def _cases(dictionary):
 
 def verify(solution_path, test_cases_path=None):
     dictionary = _dictionary()
-    cases = [(cid, word, _expected(word, dictionary)) for cid, word in _cases(dictionary)]
     shuffled = list(dictionary)
     random.Random(1234).shuffle(shuffled)  # the solution may not rely on an order
-    load_error = None
-    try:
-        solution = load_solution(solution_path)
-    except Exception as exc:
-        solution, load_error = None, f"could not load the solution: {type(exc).__name__}: {exc}"
-    results = []
-    for case_id, word, expected in cases:
-        if solution is None:
-            ok, note = False, load_error
-        else:
-            try:
-                got = solution.suggest(word, shuffled)
-                ok = type(got) is str and got == expected
-                note = "" if ok else f"suggest({word!r}): expected {expected!r}, got {got!r}"
-            except Exception as exc:
-                ok, note = False, f"{type(exc).__name__}: {exc}"
-        results.append({"id": case_id, "passed": ok, "score": 1.0 if ok else 0.0,
-                        "query": word, "error": note[:200]})
-    n_passed = sum(case["passed"] for case in results)
-    return {
-        "score": n_passed / len(results),
-        "passed": n_passed == len(results),
-        "details": f"{n_passed}/{len(results)} cases passed",
-        "cases": results,
-    }
+    cases = [(case_id, (word, shuffled), _expected(word, dictionary), {"query": word})
+             for case_id, word in _cases(dictionary)]
+    return score_cases(solution_path, "suggest", cases)

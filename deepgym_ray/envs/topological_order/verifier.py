@@ -6,7 +6,7 @@ returned order's properties (a permutation of the tasks that respects every depe
 
 import random
 
-from deepgym_solution import load_solution
+from deepgym_cases import score_cases
 
 
 def _has_cycle(n, dependencies):
@@ -84,28 +84,11 @@ def _cases():
     return cases
 
 
+def _check(got, expected):
+    n, deps, cyclic = expected
+    return _problem(n, deps, cyclic, got) or True
+
+
 def verify(solution_path, test_cases_path=None):
-    cases = [(cid, n, deps, _has_cycle(n, deps)) for cid, n, deps in _cases()]
-    load_error = None
-    try:
-        solution = load_solution(solution_path)
-    except Exception as exc:
-        solution, load_error = None, f"could not load the solution: {type(exc).__name__}: {exc}"
-    results = []
-    for case_id, n, deps, cyclic in cases:
-        if solution is None:
-            ok, note = False, load_error
-        else:
-            try:
-                problem = _problem(n, deps, cyclic, solution.topological_order(n, deps))
-                ok, note = problem is None, problem or ""
-            except Exception as exc:
-                ok, note = False, f"{type(exc).__name__}: {exc}"[:200]
-        results.append({"id": case_id, "passed": ok, "score": 1.0 if ok else 0.0, "error": note})
-    n_passed = sum(case["passed"] for case in results)
-    return {
-        "score": n_passed / len(results),
-        "passed": n_passed == len(results),
-        "details": f"{n_passed}/{len(results)} cases passed",
-        "cases": results,
-    }
+    cases = [(cid, (n, deps), (n, deps, _has_cycle(n, deps))) for cid, n, deps in _cases()]
+    return score_cases(solution_path, "topological_order", cases, check=_check)

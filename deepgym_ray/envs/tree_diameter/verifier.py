@@ -7,7 +7,7 @@ pairs of nodes.
 
 import random
 
-from deepgym_solution import load_solution
+from deepgym_cases import score_cases
 
 
 def _diameter(n, edges):
@@ -88,33 +88,9 @@ def _expected_cases():
         expected = _diameter(n, edges)
         if n <= 40 and _all_pairs(n, edges) != expected:
             raise AssertionError(f"verifier self-check failed on case {case_id}")
-        out.append((case_id, n, edges, expected))
+        out.append((case_id, (n, edges), expected))
     return out
 
 
 def verify(solution_path, test_cases_path=None):
-    cases = _expected_cases()
-    load_error = None
-    try:
-        solution = load_solution(solution_path)
-    except Exception as exc:
-        solution, load_error = None, f"could not load the solution: {type(exc).__name__}: {exc}"
-    results = []
-    for case_id, n, edges, expected in cases:
-        if solution is None:
-            ok, note = False, load_error
-        else:
-            try:
-                got = solution.tree_diameter(n, edges)
-                ok = type(got) is int and got == expected
-                note = "" if ok else f"expected {expected}, got {got!r}"[:200]
-            except Exception as exc:
-                ok, note = False, f"{type(exc).__name__}: {exc}"[:200]
-        results.append({"id": case_id, "passed": ok, "score": 1.0 if ok else 0.0, "error": note})
-    n_passed = sum(case["passed"] for case in results)
-    return {
-        "score": n_passed / len(results),
-        "passed": n_passed == len(results),
-        "details": f"{n_passed}/{len(results)} cases passed",
-        "cases": results,
-    }
+    return score_cases(solution_path, "tree_diameter", _expected_cases())

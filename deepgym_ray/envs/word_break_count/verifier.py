@@ -6,7 +6,7 @@ solutions that cap or wrap the count fail.
 
 import random
 
-from deepgym_solution import load_solution
+from deepgym_cases import score_cases
 
 
 def _count(s, words):
@@ -45,28 +45,5 @@ def _cases():
 
 
 def verify(solution_path, test_cases_path=None):
-    cases = [(case_id, s, words, _count(s, words)) for case_id, s, words in _cases()]
-    load_error = None
-    try:
-        solution = load_solution(solution_path)
-    except Exception as exc:
-        solution, load_error = None, f"could not load the solution: {type(exc).__name__}: {exc}"
-    results = []
-    for case_id, s, words, expected in cases:
-        if solution is None:
-            ok, note = False, load_error
-        else:
-            try:
-                got = solution.count_segmentations(s, list(words))
-                ok = type(got) is int and got == expected
-                note = "" if ok else f"expected {expected}, got {got!r}"[:200]
-            except Exception as exc:
-                ok, note = False, f"{type(exc).__name__}: {exc}"[:200]
-        results.append({"id": case_id, "passed": ok, "score": 1.0 if ok else 0.0, "error": note})
-    n_passed = sum(case["passed"] for case in results)
-    return {
-        "score": n_passed / len(results),
-        "passed": n_passed == len(results),
-        "details": f"{n_passed}/{len(results)} cases passed",
-        "cases": results,
-    }
+    cases = [(case_id, (s, words), _count(s, words)) for case_id, s, words in _cases()]
+    return score_cases(solution_path, "count_segmentations", cases)

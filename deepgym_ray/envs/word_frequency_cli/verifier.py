@@ -7,6 +7,7 @@ made by scanning characters rather than with a regular expression.
 
 import random
 
+from deepgym_cases import run_cases, summarize
 from deepgym_solution import run_solution
 
 _LETTERS = set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ")
@@ -54,29 +55,16 @@ def _cases():
     return cases
 
 
+def _printed_lines(solution_path, text, k):
+    run = run_solution(solution_path, args=[str(k)], stdin=text)  # case_timeout
+    if run.timed_out:
+        raise TimeoutError("the program did not finish in time")
+    if run.exit_code != 0:
+        raise RuntimeError(f"exit status {run.exit_code}: {run.stderr[-150:]}")
+    lines = [line.rstrip() for line in run.stdout.rstrip("\n").split("\n")]
+    return [] if lines == [""] else lines
+
+
 def verify(solution_path, test_cases_path=None):
-    cases = [(cid, text, k, _expected_lines(text, k)) for cid, text, k in _cases()]
-    results = []
-    for case_id, text, k, expected in cases:
-        try:
-            run = run_solution(solution_path, args=[str(k)], stdin=text)  # case_timeout
-            lines = [line.rstrip() for line in run.stdout.rstrip("\n").split("\n")]
-            lines = [] if lines == [""] else lines
-            if run.timed_out:
-                ok, note = False, "timed out"
-            elif run.exit_code != 0:
-                ok, note = False, f"exit status {run.exit_code}: {run.stderr[-150:]}"
-            else:
-                ok = lines == expected
-                note = "" if ok else f"expected {expected!r}, printed {lines!r}"
-        except Exception as exc:
-            ok, note = False, f"{type(exc).__name__}: {exc}"
-        results.append({"id": case_id, "passed": ok, "score": 1.0 if ok else 0.0,
-                        "error": note[:200]})
-    n_passed = sum(case["passed"] for case in results)
-    return {
-        "score": n_passed / len(results),
-        "passed": n_passed == len(results),
-        "details": f"{n_passed}/{len(results)} cases passed",
-        "cases": results,
-    }
+    cases = [(cid, (text, k), _expected_lines(text, k)) for cid, text, k in _cases()]
+    return summarize(run_cases(lambda text, k: _printed_lines(solution_path, text, k), cases))

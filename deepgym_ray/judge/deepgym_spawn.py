@@ -1,0 +1,272 @@
+"""Starting and killing a run's solution processes with the provider's isolation (stdlib only).
+
+The runner sets the run's settings with :func:`configure` (how to launch: bubblewrap prefix,
+interpreter, uid, limits; where the solution's directory is; the case timeout) and learns when
+the policy's answer enters play through ``on_in_play`` (:func:`mark_in_play`).
+
+Killing a solution process is proven complete where bubblewrap holds it in a PID namespace:
+bwrap reports the namespace's init on ``--info-fd``, and once that init has exited the kernel
+has killed everything in the namespace. A process forked by the provider's warm zygote
+(``launch["zygote"]``, see ``deepgym_zyproc``; bwrap when the zygote cannot serve) has no
+namespace of its own: killing it kills its session, and :func:`shutdown_all` then sweeps the
+run's uid, which proves it only when no process of that uid is left. :func:`shutdown_all` says
+whether every kill was proven (the runner then tells the provider, which can skip its sweep by
+uid).
+
+Example (what the runner does):
+    configure(launch={"kind": "plain", ...}, solution_dir="/tmp/sol", case_timeout=5.0)
+    proc = spawn({"mode": "module"}, solution_dir(), None, (subprocess.PIPE,) * 3)
+    clean = shutdown_all()
+"""
+
+import json
+import marshal
+import os
+import select
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+from deepgym_proc import kill_uid, parent_of, wait_exit
+from deepgym_wire import SolutionError, tag
+from deepgym_zyproc import zygote_spawn
+
+# The run's settings (set by the runner through configure(); the defaults let a verifier run
+# by hand) and what this process learnt during the run.
+STATE = {
+    "launch": {"kind": "plain", "prefix": [], "python": None, "uid": None, "limits": {}},
+    "solution_dir": None,
+    "case_timeout": 10.0,
+    "on_in_play": None,
+    "in_play": False,
+    "worker_source": None,
+}
+_LIVE = set()
+_LOCK = threading.Lock()
+
+
+def configure(**settings):
+    """Called by the runner before the verifier starts."""
+    STATE.update(settings)
+
+
+def mark_in_play():
+    """Record that the policy's answer is now in play (failures after this are its own)."""
+    if STATE["in_play"]:
+        return
+    STATE["in_play"] = True
+    callback = STATE["on_in_play"]
+    if callback is not None:
+        callback()
+
+
+def solution_dir():
+    """The directory solution processes run in (a fresh temporary one when not configured)."""
+    path = STATE["solution_dir"]
+    if path is None:
+        import tempfile
+
+        path = STATE["solution_dir"] = tempfile.mkdtemp(prefix="deepgym-solution-")
+    return path
+
+
+def _worker_source():
+    if STATE["worker_source"] is None:
+        here = os.path.dirname(os.path.abspath(__file__))
+        with open(os.path.join(here, "deepgym_worker.py"), encoding="utf-8") as f:
+            STATE["worker_source"] = f.read()
+    return STATE["worker_source"]
+
+
+# Runs the worker's code compiled here, so each solution process skips compiling it (a few ms).
+_BOOT = "import marshal,sys;exec(marshal.loads(bytes.fromhex(sys.argv.pop(1))))"
+_COMPILED = {}
+
+
+def worker_program(python):
+    """The ``-c`` arguments that start a worker under ``python``: precompiled code when
+    ``python`` is this very interpreter (marshal's format is the interpreter's own)."""
+    program = _COMPILED.get(python)
+    if program is None:
+        source = _worker_source()
+        if os.path.realpath(python) == os.path.realpath(sys.executable):
+            code = compile(source, "deepgym_worker.py", "exec")
+            program = [_BOOT, marshal.dumps(code).hex()]
+        else:
+            program = [source]
+        _COMPILED[python] = program
+    return program
+
+
+def spawn(config, cwd, extra_env, pipes):
+    """Start a solution process with the provider's isolation; returns the Popen."""
+    launch = STATE["launch"]
+    python = launch.get("python") or _default_python()
+    config = dict(config, uid=launch.get("uid"), limits=launch.get("limits") or {})
+    inner = [python, "-I", "-S", "-c", *worker_program(python), marshal.dumps(config).hex()]
+    env = {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", "PYTHONIOENCODING": "utf-8"}
+    env.update(extra_env or {})
+    if launch.get("zygote"):
+        with _LOCK:
+            if STATE.get("closed"):
+                raise tag(SolutionError("the run is over: no new solution process"), "error")
+            STATE["sweep_uid"] = True  # even a failed request may have left a child behind
+        proc = zygote_spawn(launch["zygote"], config, cwd, env)
+        if proc is not None:
+            with _LOCK:
+                if STATE.get("closed"):  # shutdown_all ran meanwhile: its sweep may have missed it
+                    STATE["unclean"] = True
+                _LIVE.add(proc)
+            return proc
+        # The zygote is gone or broken: this process starts with bwrap as before.
+    info_r = info_w = None
+    if launch.get("kind") == "bwrap":
+        # bwrap reports the pid of the namespace's init on --info-fd: once that process has
+        # exited, the kernel has killed every process of the namespace (see kill).
+        info_r, info_w = os.pipe()
+        command = list(launch["prefix"]) + ["--info-fd", str(info_w), "--chdir", cwd]
+        for key, value in env.items():
+            command += ["--setenv", key, value]
+        command += ["--", *inner]
+        popen_env, popen_cwd = {}, None
+    else:
+        command, popen_env, popen_cwd = inner, env, cwd
+    with _LOCK:
+        if STATE.get("closed"):  # after shutdown_all nothing new may start
+            raise tag(SolutionError("the run is over: no new solution process"), "error")
+        try:
+            proc = subprocess.Popen(
+                command, stdin=pipes[0], stdout=pipes[1], stderr=pipes[2], cwd=popen_cwd,
+                env=popen_env, close_fds=True, start_new_session=True,
+                pass_fds=() if info_w is None else (info_w,),
+            )
+        except BaseException:
+            if info_r is not None:
+                os.close(info_r)
+            raise
+        finally:
+            if info_w is not None:
+                os.close(info_w)
+        proc._dg_info, proc._dg_init = info_r, None
+        _LIVE.add(proc)
+    return proc
+
+
+def _default_python():
+    return getattr(sys, "_base_executable", None) or sys.executable
+
+
+def _watch_init(proc, wait):
+    """Open a pidfd on the namespace init of a bwrap-started ``proc`` (at most ``wait`` s for
+    bwrap's report). Only while bwrap itself still runs: then its child is surely that init."""
+    info = proc._dg_info
+    if proc._dg_init is not None or info is None:
+        return
+    data = b""
+    deadline = time.monotonic() + wait
+    while b"}" not in data:
+        ready, _, _ = select.select([info], [], [], max(0.0, deadline - time.monotonic()))
+        if not ready:
+            return
+        chunk = os.read(info, 4096)
+        if not chunk:
+            break
+        data += chunk
+    os.close(info)
+    proc._dg_info = None
+    try:
+        pid = int(json.loads(data.decode("utf-8", "replace"))["child-pid"])
+        pidfd = os.pidfd_open(pid)
+    except (ValueError, KeyError, TypeError, OSError):
+        return
+    if proc.poll() is None and parent_of(pid) == proc.pid:
+        proc._dg_init = pidfd
+    else:
+        os.close(pidfd)
+
+
+def kill(proc):
+    """Kill a solution process and everything it started. Records in STATE["unclean"] when
+    it cannot be sure that nothing is left (the provider then sweeps by uid)."""
+    with _LOCK:  # once per process: a second caller waits for the first to finish
+        done = getattr(proc, "_dg_killed", None)
+        if done is None:
+            proc._dg_killed = threading.Event()
+    if done is not None:
+        if not done.wait(15):
+            STATE["unclean"] = True
+        return
+    try:
+        _kill_once(proc)
+    finally:
+        proc._dg_killed.set()
+
+
+def _kill_once(proc):
+    launch = STATE["launch"]
+    if getattr(proc, "zygote_child", False):
+        # No PID namespace of its own to prove it empty: kill its session now; shutdown_all
+        # sweeps the run's uid (other processes of the run may still be in use until then).
+        proc.kill()
+        if not wait_exit(proc, 5):
+            STATE["unclean"] = True
+        STATE["sweep_uid"] = True
+        proc.close()
+        with _LOCK:
+            _LIVE.discard(proc)
+        return
+    bwrap = launch.get("kind") == "bwrap"
+    # bwrap exits by itself only after its init did, and the init only after the kernel
+    # emptied the namespace; when we kill bwrap instead, the init's exit is the proof.
+    ended = proc.poll() is not None and proc.returncode >= 0
+    if bwrap and not ended:
+        _watch_init(proc, 1.0)
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+    try:
+        proc.kill()
+    except OSError:
+        pass
+    clean = True
+    uid = launch.get("uid")
+    if uid is not None and not bwrap and os.getuid() == 0:
+        clean = kill_uid(uid)
+    if not wait_exit(proc, 5):
+        clean = False
+    if bwrap and not ended:
+        init = proc._dg_init
+        if init is None:
+            clean = False
+        else:
+            ready, _, _ = select.select([init], [], [], 5)
+            clean = clean and bool(ready)
+    for fd in (proc._dg_init, proc._dg_info) if bwrap else ():
+        if fd is not None:
+            os.close(fd)
+    if bwrap:
+        proc._dg_init = proc._dg_info = None
+    if not clean:
+        STATE["unclean"] = True
+    with _LOCK:
+        _LIVE.discard(proc)
+
+
+def shutdown_all():
+    """Kill every solution process still alive and start no more (the runner calls this
+    before reporting); True when every one is known to be gone, with all it started."""
+    with _LOCK:
+        STATE["closed"] = True
+        procs = list(_LIVE)
+    for proc in procs:
+        kill(proc)
+    uid = STATE["launch"].get("uid")
+    if STATE.get("sweep_uid") and uid is not None:
+        # Zygote children: proven gone only by finding no process of the run's uid left (no
+        # new one can appear: the run is closed, and only the zygote starts them).
+        if os.getuid() != 0 or not kill_uid(uid):
+            STATE["unclean"] = True
+    return not STATE.get("unclean")

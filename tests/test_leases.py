@@ -1,0 +1,59 @@
+"""Leases: a caller's cap on runs at once per actor, with the rest queued in order."""
+
+from __future__ import annotations
+
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+
+from deepgym_ray.leases import Leases
+
+
+class _Counter:
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.now = self.peak = 0
+        self.order: list[int] = []
+
+    def run(self, i: int, delay: float) -> int:
+        with self.lock:
+            self.now += 1
+            self.peak = max(self.peak, self.now)
+            self.order.append(i)
+        time.sleep(delay)
+        with self.lock:
+            self.now -= 1
+        return i
+
+
+def test_a_lease_never_runs_more_than_its_slots_and_keeps_order():
+    counter, leases = _Counter(), Leases(ThreadPoolExecutor(16))
+    first = leases.submit("call", 3, [(counter.run, i, 0.02) for i in range(10)])
+    second = leases.submit("call", 3, [(counter.run, i, 0.02) for i in range(10, 16)])
+    assert [f.result() for f in first + second] == list(range(16))
+    assert counter.peak == 3  # 16 threads were free: the lease held the runs back
+    assert counter.order == list(range(16))  # queued work starts in the order it came
+    assert leases.active() == 0  # an idle lease is forgotten
+
+
+def test_leases_of_different_keys_are_independent():
+    counters, leases = {"a": _Counter(), "b": _Counter()}, Leases(ThreadPoolExecutor(16))
+    futures = [f for key in ("a", "b") for f in leases.submit(key, 2, [
+        (counters[key].run, i, 0.02) for i in range(6)])]
+    assert [f.result() for f in futures] == list(range(6)) * 2
+    assert counters["a"].peak <= 2 and counters["b"].peak <= 2
+    assert counters["a"].order == counters["b"].order == list(range(6))
+
+
+def test_an_error_frees_the_slot_and_reaches_its_future_only():
+    def boom(_a, _b):
+        raise ValueError("bad run")
+
+    leases = Leases(ThreadPoolExecutor(4))
+    futures = leases.submit("k", 1, [(boom, 0, 0), (lambda a, b: a + b, 2, 3)])
+    with pytest.raises(ValueError, match="bad run"):
+        futures[0].result()
+    assert futures[1].result() == 5
+    assert leases.active() == 0
