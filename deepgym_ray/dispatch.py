@@ -22,7 +22,6 @@ Example:
 from __future__ import annotations
 
 import collections
-import hashlib
 import logging
 import time
 import uuid
@@ -34,6 +33,7 @@ import ray
 from ray.exceptions import ActorDiedError, RayActorError, RayTaskError
 
 from deepgym_ray import contract
+from deepgym_ray.envtable import EnvTable, pairs
 from deepgym_ray.exceptions import error_type_for, is_infrastructure_failure
 from deepgym_ray.models import Environment, RunResult
 
@@ -78,58 +78,6 @@ class _Job:
         self.avoid: set[int] | None = None  # actors this job already failed on
 
 
-class _EnvTable:
-    """Each distinct Environment of a map call, put in the object store once."""
-
-    def __init__(self) -> None:
-        self._slots: dict[int, int] = {}
-        # (content key, [object ref], the caller's env: kept so its id() stays unique)
-        self.entries: list[tuple[str, list[ray.ObjectRef], Environment]] = []
-
-    def slot(self, env: Any, index: int) -> int:
-        slot = self._slots.get(id(env))
-        if slot is not None:
-            return slot
-        if not isinstance(env, Environment):
-            raise TypeError(
-                f"input {index}: the environment must be an Environment, got {type(env).__name__}"
-            )
-        wire = env
-        if env.verifier_path is not None:  # other nodes cannot read the driver's files
-            wire = env.model_copy(
-                update={"verifier_code": env.verifier_source(), "verifier_path": None}
-            )
-        key = hashlib.sha256(wire.model_dump_json().encode()).hexdigest()
-        slot = len(self.entries)
-        self.entries.append((key, [ray.put(wire)], env))
-        self._slots[id(env)] = slot
-        return slot
-
-    def name(self, slot: int) -> str:
-        return self.entries[slot][2].name
-
-
-def _pairs(envs: Any, items: Iterable[Any]) -> Iterator[tuple[Any, Any]]:
-    if isinstance(envs, Environment):
-        for item in items:
-            yield envs, item
-        return
-    env_iter, item_iter = iter(envs), iter(items)
-    index = 0
-    for item in item_iter:
-        try:
-            env = next(env_iter)
-        except StopIteration:
-            raise ValueError(f"more answers than environments: none for input {index}") from None
-        yield env, item
-        index += 1
-    if next(env_iter, _END) is not _END:
-        raise ValueError(f"more environments than answers ({index} answers)")
-
-
-_END = object()
-
-
 def _retryable(result: RunResult) -> bool:
     """A result that a sandbox fault left without a verdict: worth a run on another actor."""
     return not result.has_verdict and result.error_type == contract.SANDBOX_ERROR
@@ -158,7 +106,7 @@ class MapRun(Iterator[RunResult]):
     ) -> None:
         self.stats = MapStats()
         self._pool = pool
-        self._pairs = _pairs(envs, items)
+        self._pairs = pairs(envs, items)
         self._max_parallel = max_parallel
         self._max_retries = max_retries
         self._on_result = on_result
@@ -176,7 +124,7 @@ class MapRun(Iterator[RunResult]):
         pool = self._pool
         self._actors = list(pool.actors)
         n = len(self._actors)
-        self._table = _EnvTable()
+        self._table = EnvTable()
         self._ready: set[int] = set()
         self._load = [0] * n
         # Leases: actor i runs at most _slots[i] of this call's runs at once (the slots add up

@@ -28,13 +28,20 @@ class _Counter:
         return i
 
 
+def _in_queue_order(order: list[int], slots: int) -> bool:
+    """Each run started within ``slots`` places of its turn: work is released in queue order,
+    though two runs released at the same moment may take their threads in either order."""
+    return sorted(order) == list(range(len(order))) and all(
+        abs(position - item) < slots for position, item in enumerate(order))
+
+
 def test_a_lease_never_runs_more_than_its_slots_and_keeps_order():
     counter, leases = _Counter(), Leases(ThreadPoolExecutor(16))
     first = leases.submit("call", 3, [(counter.run, i, 0.02) for i in range(10)])
     second = leases.submit("call", 3, [(counter.run, i, 0.02) for i in range(10, 16)])
     assert [f.result() for f in first + second] == list(range(16))
     assert counter.peak == 3  # 16 threads were free: the lease held the runs back
-    assert counter.order == list(range(16))  # queued work starts in the order it came
+    assert _in_queue_order(counter.order, 3)  # queued work starts in the order it came
     assert leases.active() == 0  # an idle lease is forgotten
 
 
@@ -44,7 +51,7 @@ def test_leases_of_different_keys_are_independent():
         (counters[key].run, i, 0.02) for i in range(6)])]
     assert [f.result() for f in futures] == list(range(6)) * 2
     assert counters["a"].peak <= 2 and counters["b"].peak <= 2
-    assert counters["a"].order == counters["b"].order == list(range(6))
+    assert _in_queue_order(counters["a"].order, 2) and _in_queue_order(counters["b"].order, 2)
 
 
 def test_an_error_frees_the_slot_and_reaches_its_future_only():

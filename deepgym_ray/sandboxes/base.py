@@ -45,7 +45,16 @@ class CommandResult:
 
 
 class SandboxProvider(abc.ABC):
-    """A place to run untrusted code. Implementations must be safe to call from many threads."""
+    """A place to run untrusted code. Implementations must be safe to call from many threads.
+
+    Two optional hooks let the judge do more with a provider, found by ``getattr``:
+
+    - ``python``: the interpreter command the runner is started with (default ``python3``);
+    - ``solution_launch(sandbox) -> dict``: how the runner should start solution processes in
+      that sandbox (confinement prefix, uid, resource limits; see ``LocalProvider``). Without
+      it the runner starts them as plain child processes, and the sandbox itself is the
+      isolation (a container or a remote machine).
+    """
 
     #: Short name used in logs and configuration (``local``, ``docker``, ``daytona``, ...).
     name: str = "provider"
