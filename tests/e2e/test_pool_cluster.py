@@ -8,6 +8,7 @@ import subprocess
 import sys
 import tempfile
 import textwrap
+import time
 import uuid
 from pathlib import Path
 
@@ -102,6 +103,11 @@ def test_removing_a_node_mid_batch_loses_no_result(cluster, tmp_path):
     assert [r.score for r in results] == [(i % 4) / 4 for i in range(60)]
     assert all(r.has_verdict for r in results)  # the lost runs were retried and judged
     assert run.stats.actor_failures >= 1 and run.stats.retries >= 1
+    # The batch may finish (its lost runs retried elsewhere) before Ray's health checks have
+    # declared the node dead; wait for that verdict, boundedly.
+    deadline = time.monotonic() + 60
+    while victim.node_id in alive_nodes() and time.monotonic() < deadline:
+        time.sleep(0.5)
     assert victim.node_id not in alive_nodes()
     pool.shutdown()
 
