@@ -23,7 +23,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from deepgym_ray.completions import completion_to_code
-from deepgym_ray.config import DeepGymConfig
+from deepgym_ray.config import DeepGymConfig, check_max_parallel
 from deepgym_ray.exceptions import error_type_for
 from deepgym_ray.models import BatchResult, Environment, EvalResult, RunResult
 from deepgym_ray.sandboxes.base import SandboxProvider
@@ -170,7 +170,5 @@ class DeepGym:
                           duration=time.monotonic() - started)
 
     def _parallel(self, max_parallel: int | None) -> int:
-        value = self.config.max_parallel if max_parallel is None else max_parallel
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise ValueError(f"max_parallel must be a positive integer, got {value!r}")
-        return value
+        return check_max_parallel(self.config.max_parallel if max_parallel is None
+                                  else max_parallel)

@@ -17,7 +17,18 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-__all__ = ["ConfigError", "DeepGymConfig", "PoolConfig"]
+__all__ = ["ConfigError", "DeepGymConfig", "PoolConfig", "check_max_parallel"]
+
+
+def check_max_parallel(value: object) -> int:
+    """``value`` when it is a valid cap on runs in flight (an int >= 1); ValueError otherwise.
+
+    One check for every entry point that takes ``max_parallel`` (client, pool, rewards), so
+    they all refuse the same values with the same message.
+    """
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError(f"max_parallel must be an int >= 1, got {value!r}")
+    return value
 
 
 class ConfigError(ValueError):

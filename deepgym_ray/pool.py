@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from deepgym_ray.cluster import ensure_ray
-from deepgym_ray.config import PoolConfig
+from deepgym_ray.config import PoolConfig, check_max_parallel
 from deepgym_ray.models import Environment, RunResult
 
 __all__ = ["VerifierPool", "default_shape", "ensure_ray", "get_pool"]
@@ -195,8 +195,7 @@ class VerifierPool:
         """
         from deepgym_ray.dispatch import MapRun
 
-        if isinstance(max_parallel, bool) or not isinstance(max_parallel, int) or max_parallel < 1:
-            raise ValueError(f"max_parallel must be a positive integer, got {max_parallel!r}")
+        check_max_parallel(max_parallel)
         if chunk_size is not None and (not isinstance(chunk_size, int) or chunk_size < 1):
             raise ValueError(f"chunk_size must be a positive integer, got {chunk_size!r}")
         if not isinstance(env, Environment):

@@ -26,6 +26,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from deepgym_ray.completions import completion_to_code
+from deepgym_ray.config import check_max_parallel
 from deepgym_ray.models import Environment, RunResult
 
 __all__ = ["AsyncRewardFunction", "MaskedRate", "RewardFunction", "grpo_advantages"]
@@ -174,8 +175,7 @@ class RewardFunction:
         if not isinstance(env, Environment) and not callable(getattr(env, "route", None)):
             raise TypeError("env must be an Environment or have a route(completions, **kwargs) "
                             f"method, got {type(env).__name__}")
-        if isinstance(max_parallel, bool) or not isinstance(max_parallel, int) or max_parallel < 1:
-            raise ValueError(f"max_parallel must be a positive integer, got {max_parallel!r}")
+        check_max_parallel(max_parallel)
         self.env = env
         self.max_parallel = max_parallel
         self._client = client

@@ -14,7 +14,6 @@ import re
 import pytest
 from envs_wrong_solutions import SUBTLY_WRONG
 
-from deepgym_ray.client import DeepGym
 from deepgym_ray.envs import builtin_names, list_environments, load_environment
 from deepgym_ray.envs.registry import BUILTIN_DIR
 from deepgym_ray.reward import RewardFunction
@@ -24,10 +23,8 @@ KINDS = ("reference", "subtle", "subtle_again", "empty")
 
 
 @pytest.fixture(scope="module")
-def client():
-    dg = DeepGym(mode="local", backend="threads")
-    yield dg
-    dg.close()
+def client(local_client):
+    return local_client
 
 
 @pytest.fixture(scope="module")

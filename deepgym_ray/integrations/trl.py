@@ -30,6 +30,7 @@ import threading
 from collections.abc import Sequence
 from typing import Any
 
+from deepgym_ray.config import check_max_parallel
 from deepgym_ray.integrations.shared import batch_key, shared_batch_for
 from deepgym_ray.models import Environment, RunResult
 
@@ -113,9 +114,7 @@ class _TRLRewardBase:
                 "env must be an Environment or a MixedEnvironment, got "
                 f"{type(env).__name__} (load one with deepgym_ray.envs.load_environment)"
             )
-        if isinstance(max_parallel, bool) or not isinstance(max_parallel, int) \
-                or max_parallel < 1:
-            raise ValueError(f"max_parallel must be an int >= 1, got {max_parallel!r}")
+        check_max_parallel(max_parallel)
         if component is not None and (not isinstance(component, str) or not component):
             raise ValueError(f"component must be a reward component's name, got {component!r}")
         self.env = env

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import pytest
 
-from deepgym_ray.client import DeepGym
 from deepgym_ray.importers import load_suite
 from deepgym_ray.importers.humaneval import problems
 
@@ -17,10 +16,8 @@ PARALLEL = 4
 
 
 @pytest.fixture(scope="module")
-def client():
-    dg = DeepGym(mode="local", backend="threads")
-    yield dg
-    dg.close()
+def client(local_client):
+    return local_client
 
 
 @pytest.fixture(scope="module")
