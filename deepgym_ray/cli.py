@@ -9,10 +9,14 @@ known (rerunning with the same ``--out`` skips what is there), and ends with a s
 headline numbers count a run without a verdict as a failed 0, the judged-only numbers beside.
 Under ``ray job submit -- deepgym-ray eval ...`` it joins the job's cluster.
 
-Exit codes: 0 done (``run``: passed); 1 ``run``: judged, not passed, or the eval failed
-midway (rerun it to resume); 2 bad input (a missing or malformed solutions file, an unknown
-environment, an invalid config, an unusable --out file), with one line naming the problem;
-3 ``run``: no verdict; 130 interrupted.
+Everything is checked before any work starts (the settings, the sandbox mode's provider, the
+environments, the answers, the --out file); a problem is one line on stderr.
+
+Exit codes: 0 done (``run``: passed); 1 ``run``: judged, not passed; ``eval``: the pass rate
+is under ``--fail-under``, or the eval failed midway (rerun it to resume); 2 bad input (a
+missing or malformed solutions file, an unknown environment, an invalid setting or config, a
+sandbox mode that cannot run here, an unusable --out file); 3 no verdict (``run``: this one;
+``eval``: not a single run was judged); 130 interrupted.
 
 Example:
     $ deepgym-ray eval humaneval --reference --out humaneval.jsonl
@@ -37,6 +41,7 @@ __all__ = ["build_parser", "main"]
 EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT, EXIT_NO_VERDICT, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
 
 MODES = ("auto", "local", "docker", "daytona")
+JSON_HELP = "print the summary as JSON (nothing else on stdout)"
 
 
 class BadInput(Exception):
@@ -53,9 +58,29 @@ def _positive(text: str) -> int:
     return value
 
 
+def _whole(text: str) -> int:
+    """A whole number; its range is checked with the other settings, with their messages."""
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+
+
+def _rate(text: str) -> float:
+    """A pass rate: a fraction (0.6) or a percentage (60%)."""
+    try:
+        value = float(text[:-1]) / 100 if text.endswith("%") else float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a rate (0.6 or 60%)") from None
+    if not 0.0 <= value <= 1.0:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a rate between 0 and 1 (or 0-100%)")
+    return value
+
+
 def _add_client_options(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--config", metavar="FILE.yaml",
-                        help="a DeepGymConfig YAML file (see configs/); flags override it")
+    parser.add_argument("--config", metavar="FILE.yaml|NAME",
+                        help="a DeepGymConfig YAML file, or a shipped one by name (local, "
+                             "cluster, daytona); flags override it")
     parser.add_argument("--mode", choices=MODES, help="sandbox provider (default: auto)")
     parser.add_argument("-v", "--verbose", action="count", default=0,
                         help="log more (-v info, -vv debug)")
@@ -91,8 +116,8 @@ def build_parser() -> argparse.ArgumentParser:
     _add_client_options(ev)
     ev.add_argument("--backend", choices=("ray", "threads"),
                     help="ray: the shared verifier pool (default); threads: in this process")
-    ev.add_argument("--actors", type=_positive, metavar="N", help="verifier actors in the pool")
-    ev.add_argument("--max-parallel", type=_positive, metavar="N",
+    ev.add_argument("--actors", type=_whole, metavar="N", help="verifier actors in the pool")
+    ev.add_argument("--max-parallel", type=_whole, metavar="N",
                     help="runs in flight at once (default from the config: 32)")
     ev.add_argument("--out", metavar="RESULTS.jsonl",
                     help="stream each result here; a rerun skips the results already in it")
@@ -100,6 +125,10 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument("--show-failures", action="store_true",
                     help="also list each judged failure in the summary")
     ev.add_argument("--no-progress", action="store_true", help="no progress bar")
+    ev.add_argument("--json", action="store_true", help=JSON_HELP)
+    ev.add_argument("--fail-under", type=_rate, metavar="RATE",
+                    help="exit 1 when the pass rate (no verdict counts as failed) is under "
+                         "RATE: 0.6 or 60%%")
     return parser
 
 
@@ -110,30 +139,31 @@ def _config(args: argparse.Namespace) -> Any:
 
     try:
         config = DeepGymConfig.from_yaml(args.config) if args.config else DeepGymConfig()
+        data = config.model_dump()
+        if args.mode:
+            data["mode"] = args.mode
+        if getattr(args, "backend", None):
+            data["backend"] = args.backend
+        if getattr(args, "max_parallel", None) is not None:
+            data["max_parallel"] = args.max_parallel
+        if getattr(args, "actors", None) is not None:
+            data["pool"]["actors"] = args.actors
+        # The merged settings are checked like a file's, with the same message per setting.
+        return DeepGymConfig.from_dict(data, "settings") if data != config.model_dump() \
+            else config
     except ConfigError as exc:
         raise BadInput(str(exc)) from None
-    updates: dict[str, Any] = {}
-    if args.mode:
-        updates["mode"] = args.mode
-    if getattr(args, "backend", None):
-        updates["backend"] = args.backend
-    if getattr(args, "max_parallel", None):
-        updates["max_parallel"] = args.max_parallel
-    if getattr(args, "actors", None):
-        updates["pool"] = config.pool.model_copy(update={"actors": args.actors})
-    # Validate the merged settings the same way a file is validated.
-    try:
-        return DeepGymConfig.model_validate({**config.model_dump(), **{
-            k: (v.model_dump() if hasattr(v, "model_dump") else v) for k, v in updates.items()
-        }})
-    except ValueError as exc:
-        raise BadInput(f"invalid settings: {exc}") from None
 
 
 def _client(config: Any) -> Any:
+    """The client, once its sandbox mode has passed the provider's preflight."""
     from deepgym_ray.client import DeepGym
+    from deepgym_ray.exceptions import ProviderUnavailableError
 
-    return DeepGym(config=config)
+    try:
+        return DeepGym(config=config)
+    except ProviderUnavailableError as exc:
+        raise BadInput(f"--mode {config.mode}: {exc}") from None
 
 
 def _load(target: str) -> list[Any]:
@@ -181,28 +211,32 @@ def cmd_envs(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def cmd_run(args: argparse.Namespace) -> int:
-    from deepgym_ray.summary import run_line
+def _read_answer(file: str) -> str:
+    if file == "-":
+        return sys.stdin.read().removeprefix("\ufeff")
+    try:
+        return Path(file).read_text(encoding="utf-8-sig")  # an editor's BOM is not code
+    except FileNotFoundError:
+        raise BadInput(f"answer file {file} does not exist") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise BadInput(f"cannot read answer file {file}: {exc}") from None
 
-    config = _config(args)
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from deepgym_ray.summary import failure_reasons, run_line
+
+    client = _client(_config(args))
     envs = _load(args.env)
     if len(envs) != 1:
         raise BadInput(f"{args.env!r} is a suite of {len(envs)} environments; "
                        "run scores one answer (use eval, or name one member)")
-    if args.file == "-":
-        answer = sys.stdin.read()
-    else:
-        try:
-            answer = Path(args.file).read_text(encoding="utf-8")
-        except FileNotFoundError:
-            raise BadInput(f"answer file {args.file} does not exist") from None
-        except (OSError, UnicodeDecodeError) as exc:
-            raise BadInput(f"cannot read answer file {args.file}: {exc}") from None
-    result = _client(config).run_safe(envs[0], answer)
+    result = client.run_safe(envs[0], _read_answer(args.file))
     if args.json:
         print(result.model_dump_json(indent=2))
     else:
         print(f"{envs[0].name}: {run_line(result)}")
+        for reason in failure_reasons(result) if result.has_verdict else []:
+            print(f"  {reason}")
     if not result.has_verdict:
         return EXIT_NO_VERDICT
     return EXIT_OK if result.passed else EXIT_FAILED
@@ -216,39 +250,70 @@ def _progress_bar(total: int, initial: int, label: str, enabled: bool) -> Any:
                 mininterval=0.2 if sys.stderr.isatty() else 5.0)
 
 
-def cmd_eval(args: argparse.Namespace) -> int:
-    from deepgym_ray.eval_runner import (
-        check_resumable,
-        iter_labels,
-        reference_jobs,
-        run_jobs,
-        solution_jobs,
-    )
-    from deepgym_ray.results_file import ResultsFile, ResultsFileError, result_from_record
+def _eval_jobs(args: argparse.Namespace, envs: list[Any]) -> list[Any]:
+    from deepgym_ray.eval_runner import reference_jobs, solution_jobs
     from deepgym_ray.solutions_file import SolutionsFileError
-    from deepgym_ray.summary import format_summary
 
-    if not args.solutions and not args.reference:
-        raise BadInput("give the answers to score: --solutions FILE.jsonl or --reference")
-    config = _config(args)
-    envs = _load(args.target)
     try:
         jobs = reference_jobs(envs) if args.reference else solution_jobs(envs, args.solutions)
     except SolutionsFileError as exc:
         raise BadInput(str(exc)) from None
-    if args.limit:
-        jobs = jobs[: args.limit]
+    return jobs[: args.limit] if args.limit else jobs
+
+
+def _open_results(args: argparse.Namespace, stack: contextlib.ExitStack, envs: list[Any],
+                  jobs: list[Any]) -> tuple[Any, dict[Any, Any]]:
+    """The --out file, checked before any work: writable, a file, this eval's, same answers."""
+    from deepgym_ray.eval_runner import check_resumable, check_same_environments
+    from deepgym_ray.results_file import ResultsFile, ResultsFileError
+
+    if not args.out:
+        return None, {}
+    try:
+        out = stack.enter_context(ResultsFile(args.out))
+        done = out.read()
+        check_same_environments(done, envs, args.out)
+        check_resumable(jobs, done, args.out)
+    except ResultsFileError as exc:
+        raise BadInput(str(exc)) from None
+    return out, done
+
+
+def _exit_code(args: argparse.Namespace, result: Any) -> int:
+    from deepgym_ray.summary import percent
+
+    if result.total and not result.judged:
+        print(f"deepgym-ray eval: no verdict: none of the {result.total} runs was judged",
+              file=sys.stderr)
+        return EXIT_NO_VERDICT
+    if args.fail_under is not None and result.pass_rate < args.fail_under:
+        print(f"deepgym-ray eval: pass rate {percent(result.pass_rate)} is under "
+              f"--fail-under {percent(args.fail_under)}", file=sys.stderr)
+        return EXIT_FAILED
+    return EXIT_OK
+
+
+def cmd_eval(args: argparse.Namespace) -> int:
+    from deepgym_ray.eval_runner import iter_labels, run_jobs
+    from deepgym_ray.results_file import result_from_record
+    from deepgym_ray.summary import format_summary, summary_dict
+
+    if not args.solutions and not args.reference:
+        raise BadInput("give the answers to score: --solutions FILE.jsonl or --reference")
+    config = _config(args)
+    client = _client(config)
+    envs = _load(args.target)
+    jobs = _eval_jobs(args, envs)
     with contextlib.ExitStack() as stack:
-        try:
-            out = stack.enter_context(ResultsFile(args.out)) if args.out else None
-            done = out.read() if out is not None else {}
-            check_resumable(jobs, done, args.out)
-        except ResultsFileError as exc:
-            raise BadInput(str(exc)) from None
+        out, done = _open_results(args, stack, envs, jobs)
         earlier = [result_from_record(done[job.key]) for job in jobs if job.key in done]
         if earlier:
             print(f"Resuming: {len(earlier)} of {len(jobs)} results already in {args.out}",
                   file=sys.stderr)
+        if len(earlier) < len(jobs) and config.backend == "ray":
+            from deepgym_ray.cluster import ensure_ray
+
+            ensure_ray()  # before the progress bar, so nothing Ray says lands inside it
         bar = stack.enter_context(_progress_bar(len(jobs), len(earlier), f"eval {args.target}",
                                                 not args.no_progress))
         counts = {"passed": sum(r.counts_as_passed for r in earlier),
@@ -261,15 +326,20 @@ def cmd_eval(args: argparse.Namespace) -> int:
                             refresh=False)
             bar.update(1)
 
-        result = run_jobs(_client(config), jobs, out=out, max_parallel=config.max_parallel,
+        result = run_jobs(client, jobs, out=out, max_parallel=config.max_parallel,
                           progress=progress, done=done)
+    labels = list(iter_labels(jobs))
+    if args.json:
+        print(json.dumps(summary_dict(result, labels, target=args.target,
+                                      results_file=args.out), indent=2))
+        return _exit_code(args, result)
     covered = len({job.env.name for job in jobs})
     scope = f" over {covered} of {len(envs)} environments" if covered < len(envs) else ""
     runs = f"{len(jobs)} run{'s' if len(jobs) != 1 else ''}"
     print(f"deepgym-ray eval {args.target}: {runs}{scope}"
           + (f", results in {args.out}" if args.out else ""))
-    print(format_summary(result, list(iter_labels(jobs)), show_failures=args.show_failures))
-    return EXIT_OK
+    print(format_summary(result, labels, show_failures=args.show_failures))
+    return _exit_code(args, result)
 
 
 COMMANDS = {"envs": cmd_envs, "run": cmd_run, "eval": cmd_eval}

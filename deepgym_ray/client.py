@@ -22,7 +22,7 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from deepgym_ray.completions import completion_to_code
+from deepgym_ray.completions import check_completion, check_completions, completion_to_code
 from deepgym_ray.config import DeepGymConfig, check_max_parallel
 from deepgym_ray.exceptions import error_type_for
 from deepgym_ray.models import BatchResult, Environment, EvalResult, RunResult
@@ -45,19 +45,27 @@ class DeepGym:
                  provider: ProviderSpec = None, backend: str = "ray",
                  max_parallel: int | None = None, **provider_options: Any) -> None:
         if config is None:
-            config = DeepGymConfig(mode=mode, backend=backend, provider_options=provider_options,
-                                   **({"max_parallel": max_parallel} if max_parallel else {}))
-        elif provider_options or max_parallel:
-            update: dict[str, Any] = {}
+            config = DeepGymConfig(
+                mode=mode, backend=backend, provider_options=provider_options,
+                **({} if max_parallel is None else {"max_parallel": max_parallel}))
+        elif not isinstance(config, DeepGymConfig):
+            raise TypeError(f"config must be a DeepGymConfig, got {type(config).__name__}")
+        elif provider_options or max_parallel is not None:
+            data = config.model_dump()
             if provider_options:
-                update["provider_options"] = {**config.provider_options, **provider_options}
-            if max_parallel:
-                update["max_parallel"] = max_parallel
-            config = config.model_copy(update=update)
+                data["provider_options"] = {**config.provider_options, **provider_options}
+            if max_parallel is not None:
+                data["max_parallel"] = max_parallel
+            config = DeepGymConfig(**data)  # validated like any other settings
         self.config = config
         self._provider_spec = provider
         self._provider: SandboxProvider | None = None
         self._lock = threading.Lock()
+        if provider is None and not getattr(self, "_unpickling", False):
+            # A mode that cannot run here fails now, once, not on every run of a batch.
+            from deepgym_ray.sandboxes import check_mode
+
+            check_mode(config.mode, **config.provider_options)
 
     # --- pickling: config and provider spec travel, the built provider does not -------------
 
@@ -65,6 +73,7 @@ class DeepGym:
         return {"config": self.config, "provider_spec": self._provider_spec}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
+        self._unpickling = True  # checked where the client was made; a copy skips the preflight
         self.__init__(config=state["config"], provider=state["provider_spec"])
 
     def __repr__(self) -> str:
@@ -116,6 +125,7 @@ class DeepGym:
         from deepgym_ray.judge.host import judge
 
         env = self._environment(env)
+        check_completion(model_output, "model_output")
         return judge(self.provider, env, completion_to_code(model_output))
 
     def run_safe(self, env: Environment | str, code_or_output: Any) -> RunResult:
@@ -151,7 +161,7 @@ class DeepGym:
         for a single run's failure."""
         started = time.monotonic()
         env = self._environment(env)
-        outputs = list(outputs)
+        outputs = check_completions(outputs, "outputs")
         results = self._map([env] * len(outputs), outputs, self._parallel(max_parallel))
         return BatchResult(results=results, duration=time.monotonic() - started)
 
@@ -159,10 +169,13 @@ class DeepGym:
              max_parallel: int | None = None) -> EvalResult:
         """Score ``outputs[i]`` against ``envs[i]`` (default: each env's reference solution)."""
         started = time.monotonic()
+        if isinstance(envs, (str, Environment)):
+            raise TypeError(f"envs must be a list of environments (one per output), got one "
+                            f"{type(envs).__name__}; use run_batch for many outputs of one")
         envs = [self._environment(e) for e in envs]
         if outputs is None:
             outputs = [e.reference_solution or "" for e in envs]
-        outputs = list(outputs)
+        outputs = check_completions(outputs, "outputs")
         if len(outputs) != len(envs):
             raise ValueError(f"got {len(outputs)} outputs for {len(envs)} environments")
         results = self._map(envs, outputs, self._parallel(max_parallel))

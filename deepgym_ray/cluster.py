@@ -13,9 +13,11 @@ Example:
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import threading
+from collections.abc import Iterator
 from typing import Any
 
 __all__ = ["ensure_ray"]
@@ -37,6 +39,41 @@ def _existing_cluster(address: str | None) -> str | None:
     return canonicalize_bootstrap_address(address)
 
 
+# What ray.init says on every start, by the logger that says it. Useful once to someone reading
+# logs, noise on a console (where it lands inside the progress bar): passed on to our own logger
+# at INFO (-v shows it), not printed by Ray's handler.
+_RAY_START_CHATTER = {
+    "ray._private.authentication.authentication_token_setup": "Token authentication is",
+    "ray._private.worker": ("Started a local Ray instance", "Connected to Ray cluster"),
+}
+
+
+class _ToOurLog(logging.Filter):
+    def __init__(self, prefixes: str | tuple[str, ...]) -> None:
+        super().__init__()
+        self.prefixes = prefixes
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        message = record.getMessage()
+        if not message.startswith(self.prefixes):
+            return True
+        logger.info("ray: %s", message)
+        return False
+
+
+@contextlib.contextmanager
+def _ray_start_chatter_to_our_log() -> Iterator[None]:
+    filters = [(logging.getLogger(name), _ToOurLog(prefixes))
+               for name, prefixes in _RAY_START_CHATTER.items()]
+    for ray_logger, chatter in filters:
+        ray_logger.addFilter(chatter)
+    try:
+        yield
+    finally:
+        for ray_logger, chatter in filters:
+            ray_logger.removeFilter(chatter)
+
+
 def ensure_ray(address: str | None = None, **init_kwargs: Any):
     """Connect this process to Ray once and return the ``ray`` module.
 
@@ -53,7 +90,8 @@ def ensure_ray(address: str | None = None, **init_kwargs: Any):
         target = _existing_cluster(address or os.environ.get("RAY_ADDRESS") or None)
         if target is not None:
             logger.info("joining the Ray cluster at %s", target)
-            ray.init(address=target, ignore_reinit_error=True)
+            with _ray_start_chatter_to_our_log():
+                ray.init(address=target, ignore_reinit_error=True)
         else:
             logger.info("no Ray cluster found: starting a local one on 127.0.0.1")
             options: dict[str, Any] = {
@@ -62,5 +100,6 @@ def ensure_ray(address: str | None = None, **init_kwargs: Any):
                 "ignore_reinit_error": True,
             }
             options.update(init_kwargs)
-            ray.init(**options)
+            with _ray_start_chatter_to_our_log():
+                ray.init(**options)
     return ray

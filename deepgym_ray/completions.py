@@ -31,7 +31,13 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-__all__ = ["answer_text", "completion_to_code", "extract_code"]
+__all__ = [
+    "answer_text",
+    "check_completion",
+    "check_completions",
+    "completion_to_code",
+    "extract_code",
+]
 
 _FENCE_OPEN = re.compile(r"^(?P<indent>[ \t]*)(?P<fence>`{3,}|~{3,})(?P<info>.*)$")
 
@@ -125,3 +131,42 @@ def extract_code(text: str) -> str:
 def completion_to_code(completion: Any, index: int | None = None) -> str:
     """The code to run for one completion (see the module docstring for the rules)."""
     return extract_code(answer_text(completion, index))
+
+
+def check_completion(completion: Any, where: str = "the completion") -> None:
+    """Raise TypeError, naming ``where``, when ``completion`` is not a completion at all.
+
+    A string, None and a conversation are completions (None and "" are answers that get
+    their judged 0); an int, bytes or an object is a mistake in the caller's code.
+    """
+    if completion is None or isinstance(completion, str):
+        return
+    if isinstance(completion, (bytes, bytearray)):
+        raise TypeError(f"{where}: a completion must be a string or a list of messages, got "
+                        f"{type(completion).__name__} (decode it first)")
+    try:
+        answer_text(completion)
+    except TypeError as exc:
+        raise TypeError(f"{where}: {exc}") from None
+    except ValueError:  # a well-typed conversation without an answer: judged later, as a 0
+        pass
+
+
+def check_completions(completions: Any, what: str = "completions") -> list[Any]:
+    """``completions`` as a list, once every item is a completion (see
+    :func:`check_completion`); TypeError up front, naming the first bad index, otherwise.
+
+    A single string or message passed where a list belongs is refused rather than read as a
+    sequence of characters (one run per character).
+    """
+    if isinstance(completions, (str, bytes, bytearray, Mapping)):
+        raise TypeError(f"{what} must be a list of completions, got one "
+                        f"{type(completions).__name__} (for a single answer, pass [answer])")
+    try:
+        items = list(completions)
+    except TypeError:
+        raise TypeError(f"{what} must be a list of completions, got "
+                        f"{type(completions).__name__}") from None
+    for index, completion in enumerate(items):
+        check_completion(completion, f"{what}[{index}]")
+    return items

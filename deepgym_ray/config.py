@@ -15,9 +15,24 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-__all__ = ["ConfigError", "DeepGymConfig", "PoolConfig", "check_max_parallel"]
+__all__ = [
+    "MODES",
+    "ConfigError",
+    "DeepGymConfig",
+    "PoolConfig",
+    "check_max_parallel",
+    "check_mode_name",
+    "config_path",
+    "describe_errors",
+    "named_configs",
+]
+
+#: The sandbox modes a config may name ('auto': Daytona when configured, else local).
+MODES = ("auto", "local", "docker", "daytona")
+#: The configurations shipped with the package (``--config local`` names one of them).
+CONFIGS_DIR = Path(__file__).resolve().parent / "configs"
 
 
 def check_max_parallel(value: object) -> int:
@@ -31,8 +46,52 @@ def check_max_parallel(value: object) -> int:
     return value
 
 
+def check_mode_name(value: object) -> str:
+    """``value`` when it names a sandbox mode; ValueError with the choices otherwise."""
+    if not isinstance(value, str) or value not in MODES:
+        raise ValueError(f"unknown sandbox mode {value!r}; choose one of {', '.join(MODES)}")
+    return value
+
+
 class ConfigError(ValueError):
-    """A configuration file could not be read or did not validate."""
+    """A setting, or a configuration file, is invalid; the message names each bad setting."""
+
+
+def describe_errors(exc: ValidationError) -> str:
+    """A pydantic error as one line: each bad setting, what is wrong, the value given.
+
+    A check of our own (``check_max_parallel``, ``check_mode_name``) keeps its own message,
+    so a setting gets the same message from a config file, a keyword argument or a flag.
+    """
+    problems = []
+    for err in exc.errors():
+        where = ".".join(str(p) for p in err["loc"]) or "(top)"
+        own = (err.get("ctx") or {}).get("error")
+        if isinstance(own, ValueError):
+            problems.append(str(own))
+        elif err["type"] == "extra_forbidden":
+            problems.append(f"{where}: unknown setting")
+        else:
+            problems.append(f"{where}: {err['msg']}, got {err.get('input')!r}")
+    return "; ".join(problems)
+
+
+def named_configs() -> list[str]:
+    """The names of the configurations shipped with the package (``local``, ``cluster``...)."""
+    return sorted(p.stem for p in CONFIGS_DIR.glob("*.yaml"))
+
+
+def config_path(name_or_path: str | Path) -> Path:
+    """A config file's path: the file given, or a shipped config by name (``local``)."""
+    path = Path(name_or_path).expanduser()
+    text = str(name_or_path)
+    if path.exists() or "/" in text or text.endswith((".yaml", ".yml")):
+        return path
+    shipped = CONFIGS_DIR / f"{text}.yaml"
+    if shipped.is_file():
+        return shipped
+    raise ConfigError(f"no config file {text!r} and no shipped config of that name; "
+                      f"shipped: {', '.join(named_configs())}")
 
 
 class PoolConfig(BaseModel):
@@ -63,25 +122,43 @@ class DeepGymConfig(BaseModel):
     max_parallel: int = Field(default=32, ge=1)
     pool: PoolConfig = Field(default_factory=PoolConfig)
 
-    @classmethod
-    def from_yaml(cls, path: str | Path) -> DeepGymConfig:
-        """Load and validate a YAML file; errors name the file and the field at fault."""
-        import yaml
-
-        path = Path(path)
+    def __init__(self, **data: Any) -> None:
         try:
-            data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-        except OSError as exc:
-            raise ConfigError(f"cannot read config {path}: {exc}") from exc
-        except yaml.YAMLError as exc:
-            raise ConfigError(f"config {path} is not valid YAML: {exc}") from exc
+            super().__init__(**data)
+        except ValidationError as exc:  # one line per bad setting, not pydantic's report
+            raise ConfigError(f"invalid settings: {describe_errors(exc)}") from None
+
+    @field_validator("mode", mode="before")
+    @classmethod
+    def _mode(cls, value: Any) -> Any:
+        return check_mode_name(value)
+
+    @field_validator("max_parallel", mode="before")
+    @classmethod
+    def _max_parallel(cls, value: Any) -> Any:
+        return check_max_parallel(value)
+
+    @classmethod
+    def from_dict(cls, data: Any, source: str = "settings") -> DeepGymConfig:
+        """Validate ``data``; a ConfigError names ``source`` and each bad setting."""
         if not isinstance(data, dict):
-            raise ConfigError(f"config {path} must be a mapping, got {type(data).__name__}")
+            raise ConfigError(f"{source} must be a mapping, got {type(data).__name__}")
         try:
             return cls.model_validate(data)
         except ValidationError as exc:
-            problems = "; ".join(
-                f"{'.'.join(str(p) for p in err['loc']) or '(top)'}: {err['msg']}"
-                for err in exc.errors()
-            )
-            raise ConfigError(f"config {path} is invalid: {problems}") from exc
+            raise ConfigError(f"{source} is invalid: {describe_errors(exc)}") from None
+
+    @classmethod
+    def from_yaml(cls, path: str | Path) -> DeepGymConfig:
+        """Load and validate a YAML file (or a shipped config by name: ``local``, ``cluster``,
+        ``daytona``); errors name the file and the setting at fault. A UTF-8 BOM is fine."""
+        import yaml
+
+        path = config_path(path)
+        try:
+            data = yaml.safe_load(path.read_text(encoding="utf-8-sig")) or {}
+        except (OSError, UnicodeDecodeError) as exc:
+            raise ConfigError(f"cannot read config {path}: {exc}") from exc
+        except yaml.YAMLError as exc:
+            raise ConfigError(f"config {path} is not valid YAML: {exc}") from exc
+        return cls.from_dict(data, f"config {path}")

@@ -33,6 +33,7 @@ __all__ = [
     "Job",
     "UnknownEnvironmentError",
     "check_resumable",
+    "check_same_environments",
     "known_names",
     "load_target",
     "reference_jobs",
@@ -48,13 +49,19 @@ class UnknownEnvironmentError(LookupError):
 
 @dataclass(frozen=True)
 class Job:
-    """One answer to score: ``(task_id, sample)`` is its key in the results file."""
+    """One answer to score: ``(task_id, sample)`` is its key in the results file.
+
+    ``task_id`` is the task id exactly as the solutions file gave it (``HumanEval/0``; the
+    environment's name when it gave none), ``completion`` the answer as given there (what the
+    results file keeps), ``answer`` what is sent to be scored.
+    """
 
     task_id: str
     sample: int
     env: Environment
     answer: Any
     answer_sha: str
+    completion: Any = None
 
     @property
     def key(self) -> tuple[str, int]:
@@ -98,8 +105,15 @@ def load_target(name: str) -> list[Environment]:
         except UnknownSuiteError as exc:
             members = [env.name for env in load_suite(suite.lower())]
             raise _unknown(name, members) from exc
-    if name in envs or Path(name).is_dir():
+    if name in envs:
         return [load_environment(name)]
+    folder = Path(name).expanduser()
+    if folder.is_dir():
+        from deepgym_ray.envs.registry import is_environment_folder, load_folder_suite
+
+        # A folder of environment folders is a suite of the user's own.
+        return [load_environment(folder)] if is_environment_folder(folder) \
+            else load_folder_suite(folder)
     raise _unknown(name, envs + suites)
 
 
@@ -126,9 +140,11 @@ def _sha(answer: Any) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
 
 
-def _job(task_id: str, sample: int, env: Environment, answer: Any, is_code: bool) -> Job:
+def _job(task_id: str, sample: int, env: Environment, answer: Any, is_code: bool,
+         completion: Any = None) -> Job:
     sent = verbatim(answer) if is_code else answer
-    return Job(task_id, sample, env, sent, _sha(sent))
+    return Job(task_id, sample, env, sent, _sha(sent), answer if completion is None
+               else completion)
 
 
 def reference_jobs(envs: Sequence[Environment]) -> list[Job]:
@@ -151,7 +167,7 @@ def solution_jobs(envs: Sequence[Environment], path: str | Path) -> list[Job]:
     jobs: list[Job] = []
     for line in read_solutions(path):
         where = f"{path} line {line.line}"
-        answer, is_code = line.answer, line.is_code
+        answer, is_code, given = line.answer, line.is_code, line.answer
         env: Environment | None
         if line.task_id is None:
             if single is None:
@@ -178,7 +194,7 @@ def solution_jobs(envs: Sequence[Environment], path: str | Path) -> list[Job]:
                                          f"eval ({scope}){hint}")
         sample = counts.get(env.name, 0)
         counts[env.name] = sample + 1
-        jobs.append(_job(env.name, sample, env, answer, is_code))
+        jobs.append(_job(line.task_id or env.name, sample, env, answer, is_code, given))
     if not jobs:
         raise SolutionsFileError(f"solutions file {path} has no solutions")
     return jobs
@@ -236,6 +252,20 @@ def check_resumable(jobs: Sequence[Job], done: dict[tuple[str, int], dict[str, A
             )
 
 
+def check_same_environments(done: dict[tuple[str, int], dict[str, Any]],
+                            envs: Sequence[Environment], path: Any = None) -> None:
+    """Refuse a results file that holds results of environments outside this eval (another
+    suite's file): resuming from it would mix two evals."""
+    names = {env.name for env in envs}
+    for record in done.values():
+        name = record.get("env_name") or record.get("task_id")
+        if name not in names:
+            scope = envs[0].name if len(envs) == 1 else f"{len(envs)} environments"
+            raise ResultsFileError(
+                f"results file {path or ''} holds results for {name!r}, which is not in this "
+                f"eval ({scope}): it is another eval's file; use another --out file")
+
+
 def _backend(client: Any) -> str:
     config = getattr(client, "config", None)
     return getattr(client, "backend", None) or getattr(config, "backend", "ray")
@@ -273,7 +303,8 @@ def run_jobs(
             return
         results[job.key] = result
         if out is not None:
-            out.append(record_for(job.task_id, job.sample, job.answer_sha, result))
+            out.append(record_for(job.task_id, job.sample, job.answer_sha, result,
+                                  completion=job.completion))
         if progress is not None:
             progress(result)
 

@@ -73,6 +73,14 @@ class ProviderHTTPError(ProviderError):
         return (self.__class__, (self.status, self.message), self.__dict__)
 
 
+class ProviderUnavailableError(SandboxError):
+    """The sandbox provider a mode names cannot run here: not built, no engine, no credentials.
+
+    Raised once, when a client is made (the provider's ``preflight``), before any work; its
+    message is one line saying what is missing.
+    """
+
+
 class VerifierError(DeepGymError):
     """The verifier could not judge: it crashed, printed no result, or reported its own error.
 

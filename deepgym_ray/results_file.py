@@ -20,6 +20,7 @@ Example:
 
 from __future__ import annotations
 
+import codecs
 import json
 import logging
 import os
@@ -39,9 +40,12 @@ class ResultsFileError(ValueError):
     """The ``--out`` file cannot be used: a malformed line, answers that differ, a lock held."""
 
 
-def record_for(task_id: str, sample: int, answer_sha: str, result: RunResult) -> dict[str, Any]:
-    """The JSON line written for one result."""
+def record_for(task_id: str, sample: int, answer_sha: str, result: RunResult,
+               completion: Any = None) -> dict[str, Any]:
+    """The JSON line written for one result (``completion``: the answer as it was given)."""
     record: dict[str, Any] = {"task_id": task_id, "sample": sample, "answer_sha": answer_sha}
+    if completion is not None:
+        record["completion"] = completion
     record.update(result.model_dump(mode="json"))
     record["env_name"] = result.env_name or task_id
     return record
@@ -71,16 +75,19 @@ class ResultsFile:
 
     def read(self) -> dict[Key, dict[str, Any]]:
         """The results already in the file, by key; repairs a last line cut short by a kill."""
+        self.check_usable()
         try:
             data = self.path.read_bytes()
         except FileNotFoundError:
             return {}
         except OSError as exc:
-            raise ResultsFileError(f"cannot read results file {self.path}: {exc}") from None
+            raise ResultsFileError(f"cannot read results file {self.path}: "
+                                   f"{exc.strerror or exc}") from None
+        # A UTF-8 BOM (an editor's) before the first line is not part of it.
+        bom = len(codecs.BOM_UTF8) if data.startswith(codecs.BOM_UTF8) else 0
         records: dict[Key, dict[str, Any]] = {}
-        lines = data.split(b"\n")
-        good_end = 0  # byte offset just past the last complete, valid line
-        offset = 0
+        lines = data[bom:].split(b"\n")
+        good_end = offset = bom  # byte offset just past the last complete, valid line
         for number, raw in enumerate(lines, start=1):
             is_last = number == len(lines)
             end = offset + len(raw) + (0 if is_last else 1)
@@ -130,10 +137,21 @@ class ResultsFile:
         with self.path.open("ab") as handle:
             handle.write(b"\n")
 
+    def check_usable(self) -> None:
+        """Raise ResultsFileError when the path cannot be a results file (a directory)."""
+        if self.path.is_dir():
+            raise ResultsFileError(f"--out {self.path} is a directory; give a file in it, "
+                                   f"such as {self.path / 'results.jsonl'}")
+
     def __enter__(self) -> ResultsFile:
-        if self.path.parent and not self.path.parent.exists():
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._handle = self.path.open("a", encoding="utf-8")
+        self.check_usable()
+        try:
+            if self.path.parent and not self.path.parent.exists():
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._handle = self.path.open("a", encoding="utf-8")
+        except OSError as exc:
+            raise ResultsFileError(f"cannot write results file {self.path}: "
+                                   f"{exc.strerror or exc}") from None
         try:
             import fcntl
 

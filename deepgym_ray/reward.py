@@ -25,7 +25,7 @@ import threading
 from collections.abc import Sequence
 from typing import Any
 
-from deepgym_ray.completions import completion_to_code
+from deepgym_ray.completions import check_completions, completion_to_code
 from deepgym_ray.config import check_max_parallel
 from deepgym_ray.models import Environment, RunResult
 
@@ -203,8 +203,7 @@ class RewardFunction:
 
     def results(self, completions: Sequence[Any], **kwargs: Any) -> list[RunResult]:
         """One RunResult per completion, in order (also counted by ``masked_rate``)."""
-        if isinstance(completions, (str, bytes)) or not isinstance(completions, Sequence):
-            raise TypeError(f"completions must be a list, got {type(completions).__name__}")
+        completions = check_completions(completions, "completions")
         for i, completion in enumerate(completions):
             completion_to_code(completion, i)  # a malformed completion fails here, named
         envs = self.environments(completions, **kwargs)

@@ -90,7 +90,7 @@ def read_solutions(path: str | Path) -> Iterator[SolutionLine]:
     """Yield each answer of the file, raising :class:`SolutionsFileError` at the first bad line."""
     path = Path(path)
     try:
-        handle = path.open("r", encoding="utf-8")
+        handle = path.open("r", encoding="utf-8-sig")  # an editor's BOM is not JSON
     except FileNotFoundError:
         raise SolutionsFileError(f"solutions file {path} does not exist") from None
     except OSError as exc:

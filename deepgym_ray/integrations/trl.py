@@ -30,6 +30,7 @@ import threading
 from collections.abc import Sequence
 from typing import Any
 
+from deepgym_ray.completions import check_completions
 from deepgym_ray.config import check_max_parallel
 from deepgym_ray.integrations.shared import batch_key, shared_batch_for
 from deepgym_ray.models import Environment, RunResult
@@ -184,7 +185,8 @@ class TRLRewardFunction(_TRLRewardBase):
 
     def results(self, completions: Sequence[Any], **kwargs: Any) -> list[RunResult]:
         """The RunResult of each completion, in order (routing by the row columns in kwargs)."""
-        completions, columns = list(completions), self._columns(kwargs)
+        completions = check_completions(completions, "completions")
+        columns = self._columns(kwargs)
         future, owner = self._claim(completions, columns)
         # Only a finished sibling scoring is taken: waiting here on one still running could be
         # waiting on an async sibling of this very thread's event loop.
@@ -217,7 +219,8 @@ class TRLAsyncRewardFunction(_TRLRewardBase):
 
     async def results(self, completions: Sequence[Any], **kwargs: Any) -> list[RunResult]:
         """The RunResult of each completion, in order, without blocking the event loop."""
-        completions, columns = list(completions), self._columns(kwargs)
+        completions = check_completions(completions, "completions")
+        columns = self._columns(kwargs)
         future, owner = self._claim(completions, columns)
         if not owner:
             try:

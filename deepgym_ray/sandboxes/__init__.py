@@ -13,10 +13,19 @@ import logging
 import os
 from typing import Any
 
-from deepgym_ray.exceptions import DeepGymError
+from deepgym_ray.exceptions import DeepGymError, ProviderUnavailableError
 from deepgym_ray.sandboxes.base import CommandResult, Sandbox, SandboxProvider
 
-__all__ = ["CommandResult", "Sandbox", "SandboxProvider", "make_provider", "resolve_mode"]
+__all__ = [
+    "CommandResult",
+    "ProviderUnavailableError",
+    "Sandbox",
+    "SandboxProvider",
+    "check_mode",
+    "make_provider",
+    "provider_class",
+    "resolve_mode",
+]
 
 logger = logging.getLogger(__name__)
 MODES = ("auto", "local", "docker", "daytona")
@@ -41,6 +50,52 @@ def resolve_mode(mode: str) -> str:
     return "local"
 
 
+def _provider_module(concrete: str) -> Any:
+    module_name = f"deepgym_ray.sandboxes.{concrete}"
+    if importlib.util.find_spec(module_name) is None:
+        raise ProviderUnavailableError(f"the {concrete!r} sandbox provider is not built in "
+                                       "this version of deepgym_ray; use mode 'local'")
+    return importlib.import_module(module_name)
+
+
+def provider_class(concrete: str) -> Any:
+    """The provider class of a concrete mode (its module's ``PROVIDER_CLASS``)."""
+    if concrete == "local":
+        from deepgym_ray.sandboxes.local import LocalProvider
+
+        return LocalProvider
+    module = _provider_module(concrete)
+    found = getattr(module, "PROVIDER_CLASS", None)
+    if found is None:
+        raise ProviderUnavailableError(f"{module.__name__} defines no PROVIDER_CLASS")
+    return found
+
+
+def check_mode(mode: str, **options: Any) -> str:
+    """The concrete mode ``mode`` stands for, once its provider has passed its preflight.
+
+    Raises ``ValueError`` for an unknown mode and :class:`ProviderUnavailableError` (one line)
+    when the provider cannot run here. 'local' always can and is not even imported here, so
+    making a local client stays cheap.
+    """
+    concrete = resolve_mode(mode)
+    if concrete == "local":
+        return concrete
+    preflight = getattr(provider_class(concrete), "preflight", None)
+    if callable(preflight):
+        try:
+            preflight(**options)
+        except ProviderUnavailableError:
+            raise
+        except Exception as exc:  # whatever the provider raised: one line, naming the mode
+            text = " ".join(str(exc).split()) or type(exc).__name__
+            if not isinstance(exc, DeepGymError):
+                text = f"{type(exc).__name__}: {text}"
+            raise ProviderUnavailableError(f"the {concrete!r} sandbox provider cannot run "
+                                           f"here: {text}") from exc
+    return concrete
+
+
 def make_provider(mode: str = "auto", **options: Any) -> SandboxProvider:
     """A new provider for ``mode`` ('local', 'docker', 'daytona' or 'auto') with ``options``."""
     concrete = resolve_mode(mode)
@@ -48,12 +103,9 @@ def make_provider(mode: str = "auto", **options: Any) -> SandboxProvider:
         from deepgym_ray.sandboxes.local import LocalProvider
 
         return LocalProvider(**options)
-    module_name = f"deepgym_ray.sandboxes.{concrete}"
-    if importlib.util.find_spec(module_name) is None:
-        raise DeepGymError(f"the {concrete!r} sandbox provider is not built yet; "
-                           "use mode='local'")
-    module = importlib.import_module(module_name)
+    module = _provider_module(concrete)
     factory = getattr(module, "make_provider", None) or getattr(module, "PROVIDER_CLASS", None)
     if factory is None:
-        raise DeepGymError(f"{module_name} defines no make_provider() or PROVIDER_CLASS")
+        raise ProviderUnavailableError(f"{module.__name__} defines no make_provider() or "
+                                       "PROVIDER_CLASS")
     return factory(**options)

@@ -83,5 +83,14 @@ class SandboxProvider(abc.ABC):
     def destroy(self, sandbox: Sandbox) -> None:
         """Tear the sandbox down; nothing it started may outlive this call."""
 
+    @classmethod
+    def preflight(cls, **options: Any) -> None:  # noqa: B027 - optional hook, no-op default
+        """Check, cheaply and before any work, that this provider can run here with
+        ``options`` (an engine reachable, credentials present, an SDK installed). Raise a
+        :class:`~deepgym_ray.exceptions.DeepGymError` whose message is one line saying what
+        is missing. Called once when a client is made (``DeepGym(mode=...)``), never per run.
+        The default checks nothing."""
+        return None
+
     def close(self) -> None:  # noqa: B027 - optional hook, most providers hold nothing
         """Release clients and warm sandboxes. The provider is not used afterwards."""
