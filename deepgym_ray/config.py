@@ -56,6 +56,10 @@ def check_mode_name(value: object) -> str:
 class ConfigError(ValueError):
     """A setting, or a configuration file, is invalid; the message names each bad setting."""
 
+    def __init__(self, message: str, *, problems: str | None = None) -> None:
+        super().__init__(message)
+        self.problems = problems or message
+
 
 def describe_errors(exc: ValidationError) -> str:
     """A pydantic error as one line: each bad setting, what is wrong, the value given.
@@ -126,7 +130,8 @@ class DeepGymConfig(BaseModel):
         try:
             super().__init__(**data)
         except ValidationError as exc:  # one line per bad setting, not pydantic's report
-            raise ConfigError(f"invalid settings: {describe_errors(exc)}") from None
+            problems = describe_errors(exc)
+            raise ConfigError(f"invalid settings: {problems}", problems=problems) from None
 
     @field_validator("mode", mode="before")
     @classmethod
@@ -144,9 +149,12 @@ class DeepGymConfig(BaseModel):
         if not isinstance(data, dict):
             raise ConfigError(f"{source} must be a mapping, got {type(data).__name__}")
         try:
-            return cls.model_validate(data)
-        except ValidationError as exc:
-            raise ConfigError(f"{source} is invalid: {describe_errors(exc)}") from None
+            return cls(**data)
+        except ConfigError as exc:
+            if source == "settings":
+                raise
+            raise ConfigError(f"{source} is invalid: {exc.problems}",
+                              problems=exc.problems) from None
 
     @classmethod
     def from_yaml(cls, path: str | Path) -> DeepGymConfig:

@@ -200,7 +200,8 @@ def test_a_client_joining_a_pool_made_by_another_is_warned(make_pool, caplog):
     from deepgym_ray.config import DeepGymConfig
 
     pool = make_pool(actors=1, concurrency=1)
-    other = DeepGym(config=DeepGymConfig(mode="docker", pool=pool.config))
+    other = DeepGym(config=DeepGymConfig(mode="local", provider_options={"isolation": "none"},
+                                         pool=pool.config))
     with caplog.at_level("WARNING", logger="deepgym_ray.pool"):
         joined = VerifierPool(other)
     assert [a._actor_id for a in joined.actors] == [a._actor_id for a in pool.actors]

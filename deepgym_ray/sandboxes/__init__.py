@@ -53,8 +53,8 @@ def resolve_mode(mode: str) -> str:
 def _provider_module(concrete: str) -> Any:
     module_name = f"deepgym_ray.sandboxes.{concrete}"
     if importlib.util.find_spec(module_name) is None:
-        raise ProviderUnavailableError(f"the {concrete!r} sandbox provider is not built in "
-                                       "this version of deepgym_ray; use mode 'local'")
+        raise ProviderUnavailableError(f"the {concrete!r} sandbox provider is not built yet "
+                                       "in this version of deepgym_ray; use mode 'local'")
     return importlib.import_module(module_name)
 
 

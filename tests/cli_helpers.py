@@ -1,0 +1,60 @@
+"""Running the real ``deepgym-ray`` entry point (the installed console script) as a process."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+ENTRY_POINT = Path(sys.executable).with_name("deepgym-ray")
+
+# A verifier that judges ANSWER = 42, and reports its own failure (exit 2, no verdict) for an
+# answer that contains BREAK: a way to get runs without a verdict next to judged ones.
+VERIFIER = '''\
+import json
+import sys
+
+from deepgym_solution import solution_source
+
+source = solution_source(sys.argv[1])
+if "BREAK" in source:
+    print(json.dumps({"score": 0.0, "passed": False, "details": "checker database down"}))
+    sys.exit(2)
+ok = "ANSWER = 42" in source
+print(json.dumps({"score": 1.0 if ok else 0.0, "passed": ok}))
+sys.exit(0 if ok else 1)
+'''
+
+
+def make_answer_env(folder: Path) -> Path:
+    """An environment folder whose answer is ``ANSWER = 42``."""
+    folder.mkdir(parents=True)
+    (folder / "verifier.py").write_text(VERIFIER)
+    (folder / "reference_solution.py").write_text("ANSWER = 42\n")
+    (folder / "task.md").write_text("Set ANSWER to 42.\n")
+    (folder / "metadata.json").write_text(json.dumps({"timeout": 30, "case_timeout": 10}))
+    return folder
+
+
+def write_jsonl(path: Path, rows, bom: bool = False) -> Path:
+    text = "".join(json.dumps(row) + "\n" for row in rows)
+    path.write_bytes((b"\xef\xbb\xbf" if bom else b"") + text.encode())
+    return path
+
+
+def cli(*argv, env: dict[str, str] | None = None, stdin: str | None = None,
+        timeout: float = 600) -> subprocess.CompletedProcess:
+    """``deepgym-ray ARGV...`` in a process of its own; Ray, if it starts, starts its own
+    instance on 127.0.0.1 (a temp dir of its own: no `ray start` cluster to find)."""
+    run_env = {k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"}
+    run_env.setdefault("RAY_TMPDIR", tempfile.mkdtemp(prefix="dgr", dir="/tmp"))
+    run_env.update(env or {})
+    return subprocess.run([str(ENTRY_POINT), *map(str, argv)], env=run_env, text=True,
+                          input=stdin, capture_output=True, timeout=timeout)
+
+
+def error_lines(proc: subprocess.CompletedProcess) -> list[str]:
+    return [line for line in proc.stderr.splitlines() if line.strip()]
