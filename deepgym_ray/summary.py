@@ -9,14 +9,12 @@ Example:
     >>> result = EvalResult(
     ...     results=[RunResult(score=1.0, passed=True), RunResult(error_type="sandbox_error",
     ...              details="provider unreachable")],
-    ...     env_names=["a", "b"])
+    ...     env_names=["a", "a"])
     >>> print(format_summary(result, ["a", "b"]))  # doctest: +NORMALIZE_WHITESPACE
     Runs: 2 (judged 1, no verdict 1)
     Pass Rate: 50.00% (judged 100.00%, 50.00% no verdict)
     Average Score: 0.5000 (judged 1.0000, 50.00% no verdict)
-    By environment:
-      a  1/1 passed (100.00%; judged 100.00%, 0 no verdict)
-      b  0/1 passed (0.00%; judged 0.00%, 1 no verdict)
+    pass@k (1 task, 2+ samples each; no verdict counts as failed): pass@1 50.00%, pass@2 100.00%
     No verdict:
       b: ERROR (sandbox_error) provider unreachable
 """
@@ -128,7 +126,8 @@ def _breakdown_lines(result: BatchResult) -> list[str]:
     names = _task_names(result)
     groups = [group_of(name) for name in names]
     by_group = breakdown(groups, result.results)
-    if len(by_group) < 2:
+    # One row per run says nothing the lists below do not: show it when rows add runs up.
+    if len(by_group) < 2 or all(row["runs"] == 1 for row in by_group.values()):
         return []
     title = "By suite:" if len(set(names)) > len(by_group) else "By environment:"
     width = max(len(name) for name in by_group)
@@ -162,7 +161,7 @@ def format_summary(
 ) -> str:
     """The end-of-eval summary. ``labels[i]`` names ``result.results[i]`` (its task id);
     pass@k shows when a task has several samples, the breakdown when there are several
-    environments or suites (an EvalResult's ``env_names``)."""
+    environments or suites (an EvalResult's ``env_names``) and one of them has several runs."""
     lines = [
         f"Runs: {result.total} (judged {result.judged}, no verdict {result.no_verdict})",
         pass_rate_line(result),
