@@ -45,13 +45,18 @@ def write_jsonl(path: Path, rows, bom: bool = False) -> Path:
     return path
 
 
-def cli(*argv, env: dict[str, str] | None = None, stdin: str | None = None,
+def cli(*argv, env: dict[str, str | None] | None = None, stdin: str | None = None,
         timeout: float = 600) -> subprocess.CompletedProcess:
     """``deepgym-ray ARGV...`` in a process of its own; Ray, if it starts, starts its own
-    instance on 127.0.0.1 (a temp dir of its own: no `ray start` cluster to find)."""
+    instance on 127.0.0.1 (a temp dir of its own: no `ray start` cluster to find). In ``env``,
+    a value of None removes that variable."""
     run_env = {k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"}
     run_env.setdefault("RAY_TMPDIR", tempfile.mkdtemp(prefix="dgr", dir="/tmp"))
-    run_env.update(env or {})
+    for key, value in (env or {}).items():  # None: leave the variable out
+        if value is None:
+            run_env.pop(key, None)
+        else:
+            run_env[key] = value
     return subprocess.run([str(ENTRY_POINT), *map(str, argv)], env=run_env, text=True,
                           input=stdin, capture_output=True, timeout=timeout)
 

@@ -13,6 +13,8 @@ itself, one ``key=value`` directive per line:
     fail=once:<tag>    ... only on the first attempt anywhere in the cluster (marker file)
     kill=once:<tag>    the first attempt kills the process holding the provider (the actor)
     node=1             the sandbox id names the Ray node that ran it
+    gate=<tag>         the run says it started, then waits until the test opens the gate
+                       (see Gate): a batch held in flight for as long as a test needs
 
 The module registers itself with Ray's cloudpickle by value, so Ray workers need no path to it.
 """
@@ -110,6 +112,8 @@ class ScriptedProvider(SandboxProvider):
         kill = todo.get("kill", "")
         if kill.startswith("once:") and self._first_time(kill[5:]):
             os._exit(17)  # the actor process dies with every run it had in flight
+        if todo.get("gate"):
+            Gate(self.marker_dir, todo["gate"]).pass_through()
         time.sleep(float(todo.get("sleep", 0)))
         score = float(todo.get("score", 1.0))
         final: dict[str, Any] = {
@@ -136,6 +140,77 @@ class ScriptedProvider(SandboxProvider):
         stdout = "".join(f"{token} {json.dumps(m)}\n" for m in lines).encode()
         return CommandResult(exit_code=final["exit_code"], stdout=stdout,
                              duration=time.monotonic() - started)
+
+
+class Gate:
+    """Holds ``gate=<tag>`` runs in flight until the test opens it, across processes and nodes.
+
+    A run entering the gate leaves a file naming its Ray node (so the test knows which runs are
+    in flight where), then waits for the gate's open file. The test waits on those events,
+    never on a clock: ``wait_started(n, node=...)`` returns once n runs are held there.
+    """
+
+    POLL = 0.01  # seconds between looks at the marker directory (an event, not a timing)
+
+    def __init__(self, marker_dir: str | os.PathLike[str] | None, tag: str,
+                 limit: float = 600.0) -> None:
+        assert marker_dir is not None, "gate= needs a marker_dir"
+        self.dir = Path(marker_dir)
+        self.tag = tag
+        self.limit = limit  # a run never waits longer than this: a broken test cannot hang
+
+    @property
+    def _open_file(self) -> Path:
+        return self.dir / f"{self.tag}.open"
+
+    def pass_through(self) -> None:
+        """In a run: say where it started, then wait for the gate to open."""
+        try:
+            import ray
+
+            node = ray.get_runtime_context().get_node_id()
+        except Exception:  # not in a Ray worker
+            node = "driver"
+        (self.dir / f"{self.tag}.started.{uuid.uuid4().hex}").write_text(node)
+        deadline = time.monotonic() + self.limit
+        while not self._is_open_for(node):
+            if time.monotonic() > deadline:
+                raise ProviderConnectionError(f"gate {self.tag} never opened")
+            time.sleep(self.POLL)
+
+    def _is_open_for(self, node: str) -> bool:
+        try:
+            closed_for = self._open_file.read_text().split()
+        except OSError:  # not open yet
+            return False
+        return node not in closed_for
+
+    def started(self) -> list[str]:
+        """The node of each run that has entered the gate so far."""
+        out = []
+        for path in self.dir.glob(f"{self.tag}.started.*"):
+            try:
+                out.append(path.read_text())
+            except OSError:  # being written
+                continue
+        return out
+
+    def wait_started(self, count: int, node: str | None = None,
+                     limit: float = 300.0) -> list[str]:
+        """Wait until ``count`` runs (on ``node``, if given) are held at the gate."""
+        deadline = time.monotonic() + limit
+        while True:
+            nodes = self.started()
+            if sum(1 for n in nodes if node is None or n == node) >= count:
+                return nodes
+            assert time.monotonic() < deadline, f"only {len(nodes)} runs reached the gate"
+            time.sleep(self.POLL)
+
+    def open(self, except_node: str | None = None) -> None:
+        """Let the held runs go on, except those on ``except_node`` (they wait on)."""
+        tmp = self.dir / f"{self.tag}.open.tmp"
+        tmp.write_text(except_node or "")
+        tmp.replace(self._open_file)  # atomic: a run never reads half the list
 
 
 def make_client(marker_dir: str | os.PathLike[str] | None = None, **config: Any) -> Any:

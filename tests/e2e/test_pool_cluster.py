@@ -8,6 +8,7 @@ import subprocess
 import sys
 import tempfile
 import textwrap
+import threading
 import time
 import uuid
 from pathlib import Path
@@ -18,7 +19,7 @@ ray = pytest.importorskip("ray")
 
 sys.path.insert(0, str(Path(__file__).parents[1]))  # tests/providers.py
 from conftest import start_local_ray  # noqa: E402
-from providers import make_client, script  # noqa: E402
+from providers import Gate, make_client, script  # noqa: E402
 
 from deepgym_ray.config import PoolConfig  # noqa: E402
 from deepgym_ray.models import Environment  # noqa: E402
@@ -89,19 +90,35 @@ def test_removing_a_node_mid_batch_loses_no_result(cluster, tmp_path):
     pool = make_pool(tmp_path, actors=6)
     by_node = {s["node_id"]: s for s in pool.stats()}
     victim = next(w for w in workers if w.node_id in by_node)  # a worker node with actors
-    answers = [script(score=(i % 4) / 4, sleep=0.2, node=1) for i in range(60)]
-    calls = []
+    gate = Gate(tmp_path, "hold")
+    answers = [script(score=(i % 4) / 4, gate="hold", node=1) for i in range(60)]
+    calls, results, failures = [], [], []
+    run = pool.map(ENV, answers, max_parallel=12, on_result=lambda i, r: calls.append(i))
 
-    def on_result(index, result):
-        calls.append(index)
-        if len(calls) == 6:  # the batch is in full flight on every node
-            cluster[0].remove_node(victim, allow_graceful=False)
+    def drive():
+        try:
+            results.extend(run)
+        except BaseException as exc:  # reported below, in the test's own thread
+            failures.append(exc)
 
-    run = pool.map(ENV, answers, max_parallel=12, on_result=on_result)
-    results = list(run)
+    driver = threading.Thread(target=drive, name="map-driver")
+    driver.start()
+    try:
+        # The batch is held in flight by the gate: the node goes while runs are on it, however
+        # fast or slow the machine is.
+        gate.wait_started(1, node=victim.node_id)
+        assert calls == []  # nothing has finished yet
+        cluster[0].remove_node(victim, allow_graceful=False)
+    finally:
+        # The runs held on the lost node never finish there, even in a worker process that
+        # outlives its node for a moment: their results must come from the retries.
+        gate.open(except_node=victim.node_id)
+        driver.join(timeout=600)
+    assert not driver.is_alive() and failures == []
     assert sorted(calls) == list(range(60))  # exactly one result per input
     assert [r.score for r in results] == [(i % 4) / 4 for i in range(60)]
     assert all(r.has_verdict for r in results)  # the lost runs were retried and judged
+    assert victim.node_id not in {node_of(r) for r in results}  # none judged on the lost node
     assert run.stats.actor_failures >= 1 and run.stats.retries >= 1
     # The batch may finish (its lost runs retried elsewhere) before Ray's health checks have
     # declared the node dead; wait for that verdict, boundedly.
