@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from pathlib import Path
 
-__all__ = ["CHAT_TEMPLATE", "build_tiny_model"]
+__all__ = ["CHAT_TEMPLATE", "build_tiny_model", "teach_tiny_model"]
 
 # Text that teaches the tokenizer the pieces of Python code, so completions look like code.
 _PYTHON_CORPUS = [
@@ -92,4 +92,42 @@ def build_tiny_model(
         bos_token_id=None,
     )
     Qwen2ForCausalLM(config).save_pretrained(path)
+    return path
+
+
+def teach_tiny_model(
+    path: str | Path,
+    pairs: Iterable[tuple[str, str]],
+    *,
+    steps: int = 300,
+    learning_rate: float = 1e-2,
+    seed: int = 0,
+) -> Path:
+    """Train the tiny model at ``path`` to answer each prompt with its answer, and save it.
+
+    A plain next-token loss on the answer tokens (the prompt is context only). A smoke run of
+    a trainer that starts from this model sees some right answers, so its rewards are not all
+    0: something for the trainer to learn from, and a check that a right answer is rewarded.
+    """
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    path = Path(path)
+    tokenizer = AutoTokenizer.from_pretrained(path)
+    model = AutoModelForCausalLM.from_pretrained(path)
+    torch.manual_seed(seed)
+    examples = []
+    for prompt, answer in pairs:
+        context = tokenizer(prompt).input_ids
+        target = tokenizer(answer).input_ids + [tokenizer.eos_token_id]
+        examples.append((torch.tensor([context + target]),
+                         torch.tensor([[-100] * len(context) + target])))
+    optimizer = torch.optim.AdamW(model.parameters(), lr=learning_rate)
+    model.train()
+    for _ in range(steps):
+        loss = sum(model(input_ids=ids, labels=labels).loss for ids, labels in examples)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+    model.save_pretrained(path)
     return path
