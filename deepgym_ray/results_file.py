@@ -5,9 +5,11 @@ had finished. Opening the file again reads what is there: a result's key is its 
 sample number, so a rerun skips those. A last line cut short by a kill is dropped (and rewritten
 by the rerun); any other malformed line is an error naming it.
 
-Each line: ``task_id``, ``sample``, ``env_name``, ``answer_sha`` (a fingerprint of the answer,
+Each line: ``task_id`` (exactly as the solutions file gave it, ``HumanEval/0``), ``sample``,
+``env_name``, ``completion`` (the answer as given), ``answer_sha`` (a fingerprint of the answer,
 so a rerun with different answers is refused instead of mixing them), ``has_verdict``, and the
-RunResult's fields (``score``, ``passed``, ``error_type``, ``details``, ...).
+RunResult's fields (``score``, ``passed``, ``error_type``, ``details``, ...). A UTF-8 BOM at
+the start of the file is skipped.
 
 Example:
     >>> import tempfile, pathlib

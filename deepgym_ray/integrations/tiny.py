@@ -99,7 +99,7 @@ def teach_tiny_model(
     path: str | Path,
     pairs: Iterable[tuple[str, str]],
     *,
-    steps: int = 300,
+    steps: int = 150,
     learning_rate: float = 1e-2,
     seed: int = 0,
 ) -> Path:
