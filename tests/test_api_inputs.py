@@ -99,10 +99,16 @@ def test_run_refuses_a_non_answer_and_eval_a_single_env(local_client, env):
         local_client.eval("coin_change", ["x"])
 
 
-def test_none_and_empty_strings_are_answers_judged_zero(local_client, env):
-    batch = local_client.run_batch(env, [None, ""])
-    assert batch.rewards == [0.0, 0.0] and batch.judged == 2
-    assert make_trl_reward_fn(env, local_client)([None, ""]) == [0.0, 0.0]
+def test_none_and_empty_strings_are_answers_judged_zero(local_client):
+    from deepgym_ray.models import Environment
+
+    # A quick verifier with room to spare: the verdict must not depend on the machine's load.
+    nonempty = Environment(name="nonempty", timeout=300, verifier_code=(
+        "from deepgym_solution import solution_source\n"
+        "return 1.0 if solution_source(solution_path).strip() else 0.0\n"))
+    batch = local_client.run_batch(nonempty, [None, "", "x = 1"])
+    assert batch.rewards == [0.0, 0.0, 1.0] and batch.judged == 3
+    assert make_trl_reward_fn(nonempty, local_client)([None, ""]) == [0.0, 0.0]
 
 
 # --- 4. settings ------------------------------------------------------------------------------
