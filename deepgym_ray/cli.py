@@ -30,7 +30,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from deepgym_ray import __version__
+from deepgym_ray import __version__, pool_cli
 
 __all__ = ["build_parser", "main"]
 
@@ -100,6 +100,7 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument("--show-failures", action="store_true",
                     help="also list each judged failure in the summary")
     ev.add_argument("--no-progress", action="store_true", help="no progress bar")
+    pool_cli.add_parser(commands)
     return parser
 
 
@@ -272,7 +273,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-COMMANDS = {"envs": cmd_envs, "run": cmd_run, "eval": cmd_eval}
+COMMANDS = {"envs": cmd_envs, "run": cmd_run, "eval": cmd_eval, "pool": pool_cli.cmd_pool}
 
 
 def _one_line(exc: BaseException) -> str:
