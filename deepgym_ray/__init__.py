@@ -54,6 +54,9 @@ _EXPORTS: dict[str, str] = {
     "VerifierActor": "deepgym_ray.actor",
     "get_pool": "deepgym_ray.pool",
     "ensure_ray": "deepgym_ray.cluster",
+    "ClusterConnectionError": "deepgym_ray.cluster",
+    "pool_status": "deepgym_ray.pool_admin",
+    "shutdown_pools": "deepgym_ray.pool_admin",
     "RewardFunction": "deepgym_ray.reward",
     "AsyncRewardFunction": "deepgym_ray.reward",
     "MaskedRate": "deepgym_ray.reward",
@@ -92,7 +95,7 @@ def __dir__() -> list[str]:
 if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from deepgym_ray.actor import VerifierActor
     from deepgym_ray.client import DeepGym
-    from deepgym_ray.cluster import ensure_ray
+    from deepgym_ray.cluster import ClusterConnectionError, ensure_ray
     from deepgym_ray.completions import completion_to_code, extract_code
     from deepgym_ray.contract import MODEL_FAULT_ERRORS, check_score, is_verdict
     from deepgym_ray.envs import list_environments, load_environment
@@ -117,6 +120,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from deepgym_ray.mixed import MixedEnvironment
     from deepgym_ray.models import BatchResult, CaseResult, Environment, EvalResult, RunResult
     from deepgym_ray.pool import VerifierPool, get_pool
+    from deepgym_ray.pool_admin import pool_status, shutdown_pools
     from deepgym_ray.reward import AsyncRewardFunction, MaskedRate, RewardFunction, grpo_advantages
     from deepgym_ray.sandboxes import SandboxProvider, make_provider
     from deepgym_ray.sandboxes.local import LocalProvider

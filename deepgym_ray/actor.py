@@ -5,7 +5,10 @@ cached by content key) and a list of ``(env slot, answer)`` jobs. It runs the jo
 threads with ``client.run_safe``, which never raises, and returns one RunResult per job in order.
 A chunk may carry a lease (see :mod:`deepgym_ray.leases`): the caller's cap on how many of its
 runs go at once on this actor, so it can send work ahead of its slots without exceeding them.
-It also counts the runs it has in flight, so tests can check the pool's backpressure.
+It also counts the runs it has in flight, so tests can check the pool's backpressure, and
+records Ray metrics (``ray.util.metrics``: runs by outcome, no-verdict runs by error type, run
+latency, queue wait), which Ray's dashboard and Prometheus show. A caller that gives up on a map
+(Ctrl-C, a closed generator) withdraws its queued runs here with :meth:`VerifierActor.cancel`.
 
 Example:
     >>> actor = VerifierActor.remote(client, "deepgym", 0, 1, 4)  # doctest: +SKIP
@@ -16,6 +19,8 @@ Example:
 from __future__ import annotations
 
 import collections
+import functools
+import hashlib
 import json
 import os
 import threading
@@ -29,7 +34,7 @@ from deepgym_ray.exceptions import error_type_for
 from deepgym_ray.leases import Leases
 from deepgym_ray.models import Environment, RunResult
 
-__all__ = ["VerifierActor", "client_label"]
+__all__ = ["VerifierActor", "client_label", "scorer_key"]
 
 # Environments kept per actor; a training run uses a handful, a mixed suite a few dozen.
 ENV_CACHE_SIZE = 256
@@ -46,6 +51,46 @@ def client_label(client: Any) -> str:
         "provider_options": getattr(config, "provider_options", None),
         "provider": None if spec is None else type(spec).__qualname__,
     }, sort_keys=True, default=repr)
+
+
+def scorer_key(client: Any) -> str:
+    """A short digest of :func:`client_label`: part of the pool's actor names, so clients that
+    score differently never share actors."""
+    return hashlib.sha1(client_label(client).encode()).hexdigest()[:8]
+
+
+# Seconds; runs span a few ms (a trivial verifier) to minutes (a suite's slowest).
+_LATENCY_BOUNDARIES = [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300]
+
+
+class _Metrics:
+    """The actor's Ray metrics, tagged with its pool."""
+
+    def __init__(self, pool: str) -> None:
+        from ray.util import metrics
+
+        self.tags = {"pool": pool}
+        self.runs = metrics.Counter(
+            "deepgym_runs", "Runs scored, by outcome (passed, failed, no_verdict).",
+            tag_keys=("pool", "outcome"))
+        self.no_verdict = metrics.Counter(
+            "deepgym_no_verdict", "Runs without a verdict, by error type.",
+            tag_keys=("pool", "error_type"))
+        self.latency = metrics.Histogram(
+            "deepgym_run_seconds", "Time of one run in the sandbox.",
+            boundaries=_LATENCY_BOUNDARIES, tag_keys=("pool",))
+        self.queue_wait = metrics.Histogram(
+            "deepgym_queue_wait_seconds", "Time a run waited on its actor before it started.",
+            boundaries=_LATENCY_BOUNDARIES, tag_keys=("pool",))
+
+    def record(self, result: RunResult, seconds: float, waited: float) -> None:
+        outcome = "passed" if result.has_verdict and result.passed else (
+            "failed" if result.has_verdict else "no_verdict")
+        self.runs.inc(1, {**self.tags, "outcome": outcome})
+        if not result.has_verdict:
+            self.no_verdict.inc(1, {**self.tags, "error_type": result.error_type or "unknown"})
+        self.latency.observe(seconds, self.tags)
+        self.queue_wait.observe(waited, self.tags)
 
 
 @ray.remote(concurrency_groups={"control": 2}, max_restarts=-1, max_task_retries=0)
@@ -75,6 +120,9 @@ class VerifierActor:
         self._in_flight = 0
         self._max_in_flight = 0
         self._runs = 0
+        self._no_verdict = 0
+        self._cancelled = 0
+        self._metrics = _Metrics(pool)
         self._chunks = 0
         self._env_fetches = 0
         self._run_log: collections.deque[tuple[float, float]] = collections.deque(
@@ -99,6 +147,8 @@ class VerifierActor:
                 in_flight=self._in_flight,
                 max_in_flight=self._max_in_flight,
                 runs=self._runs,
+                no_verdict=self._no_verdict,
+                cancelled=self._cancelled,
                 chunks=self._chunks,
                 env_fetches=self._env_fetches,
                 cached_envs=len(self._envs),
@@ -123,19 +173,30 @@ class VerifierActor:
         back (no round trip between a run's end and the next start) without ever running more
         than its share of its ``max_parallel``.
         """
+        arrived = time.monotonic()
         with self._lock:
             self._chunks += 1
         resolved = [self._environment(key, refs) for key, refs in envs]
+        run = functools.partial(self._run_one, arrived=arrived)
         if lease is None and len(jobs) == 1:
             slot, answer = jobs[0]
-            return [self._run_one(resolved[slot], answer)]
+            return [run(resolved[slot], answer)]
         if lease is None:
-            futures = [self._executor.submit(self._run_one, resolved[slot], answer)
+            futures = [self._executor.submit(run, resolved[slot], answer)
                        for slot, answer in jobs]
         else:
-            work = [(self._run_one, resolved[slot], answer) for slot, answer in jobs]
+            work = [(run, resolved[slot], answer) for slot, answer in jobs]
             futures = self._leases.submit(lease[0], lease[1], work)
         return [future.result() for future in futures]
+
+    @ray.method(concurrency_group="control")
+    def cancel(self, lease_prefix: str) -> int:
+        """Withdraw the queued runs of every lease whose key starts with ``lease_prefix`` (a
+        map call that was given up); returns how many. Runs already started finish."""
+        withdrawn = self._leases.cancel(lease_prefix)
+        with self._lock:
+            self._cancelled += withdrawn
+        return withdrawn
 
     def _environment(self, key: str, refs: list[ray.ObjectRef]) -> Environment:
         with self._lock:
@@ -157,7 +218,7 @@ class VerifierActor:
                     self._envs.popitem(last=False)
         return env
 
-    def _run_one(self, env: Environment, answer: Any) -> RunResult:
+    def _run_one(self, env: Environment, answer: Any, arrived: float | None = None) -> RunResult:
         with self._lock:
             self._in_flight += 1
             self._max_in_flight = max(self._max_in_flight, self._in_flight)
@@ -178,6 +239,9 @@ class VerifierActor:
                 self._in_flight -= 1
                 self._runs += 1
                 self._run_log.append((start, end))
+        with self._lock:
+            self._no_verdict += not result.has_verdict
+        self._metrics.record(result, end - start, start - (arrived or start))
         if result.env_name is None:
             result = result.model_copy(update={"env_name": env.name})
         return result

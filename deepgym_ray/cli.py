@@ -34,7 +34,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from deepgym_ray import __version__
+from deepgym_ray import __version__, pool_cli
 
 __all__ = ["build_parser", "main"]
 
@@ -129,6 +129,7 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument("--fail-under", type=_rate, metavar="RATE",
                     help="exit 1 when the pass rate (no verdict counts as failed) is under "
                          "RATE: 0.6 or 60%%")
+    pool_cli.add_parser(commands)
     return parser
 
 
@@ -342,7 +343,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
     return _exit_code(args, result)
 
 
-COMMANDS = {"envs": cmd_envs, "run": cmd_run, "eval": cmd_eval}
+COMMANDS = {"envs": cmd_envs, "run": cmd_run, "eval": cmd_eval, "pool": pool_cli.cmd_pool}
 
 
 def _one_line(exc: BaseException) -> str:

@@ -118,9 +118,47 @@ class MapRun(Iterator[RunResult]):
     def __next__(self) -> RunResult:
         return next(self._gen)
 
+    def close(self) -> None:
+        """Give up on the results not yet taken: the actors drop this call's queued runs."""
+        self._gen.close()
+
     # -- the loop ---------------------------------------------------------------------------
 
     def _run(self) -> Iterator[RunResult]:
+        started = time.monotonic()
+        finished = False
+        try:
+            yield from self._loop()
+            finished = True
+        finally:
+            if finished:
+                s = self.stats
+                logger.info("pool %r: %d results (%d without a verdict, %d retried, %d actor "
+                            "failures) in %.1fs", self._pool.name, s.results, s.no_verdict,
+                            s.retries, s.actor_failures, time.monotonic() - started)
+            else:
+                self._withdraw()
+
+    def _withdraw(self) -> None:
+        """The caller gave up (Ctrl-C, a closed generator): take back what is still queued."""
+        in_flight = getattr(self, "_in_flight", {})
+        if not in_flight:
+            return
+        for actor in {actor for actor, _ in in_flight.values()}:
+            try:
+                self._actors[actor].cancel.remote(self._lease_key)
+            except Exception as exc:  # the actor is gone: so is its queue
+                logger.debug("cancel on actor %d: %s", actor, _describe(exc))
+        for ref in in_flight:
+            try:
+                ray.cancel(ref)
+            except Exception as exc:
+                logger.debug("cancel %s: %s", ref, _describe(exc))
+        logger.info("pool %r: map given up; %d runs withdrawn from the actors",
+                    self._pool.name, self._n_in_flight)
+        in_flight.clear()
+
+    def _loop(self) -> Iterator[RunResult]:
         pool = self._pool
         self._actors = list(pool.actors)
         n = len(self._actors)
@@ -316,7 +354,7 @@ class MapRun(Iterator[RunResult]):
                 self._settle(job, result)
 
     def _chunk_failed(self, actor: int, chunk: list[_Job], exc: BaseException) -> None:
-        label = f"verifier actor {self._pool.name}-{actor}"
+        label = f"verifier actor {self._pool.actor_name(actor)}"
         if isinstance(exc, RayActorError) or is_infrastructure_failure(exc):
             self.stats.actor_failures += 1
             logger.warning("%s failed, retrying its %d runs elsewhere: %s",
@@ -393,8 +431,8 @@ class MapRun(Iterator[RunResult]):
                 try:
                     self._actors[actor] = self._pool._revive(actor, self._actors[actor])
                 except Exception as exc:  # Ray could not make it now: try again later
-                    logger.warning("could not restart verifier actor %s-%d: %s",
-                                   self._pool.name, actor, _describe(exc))
+                    logger.warning("could not restart verifier actor %s: %s",
+                                   self._pool.actor_name(actor), _describe(exc))
                     self._later[actor] = (now + REVIVE_DELAY, True)
                     continue
             self._ping(actor)

@@ -89,6 +89,21 @@ class Leases:
         if nxt is not None:
             self._start(key, *nxt)
 
+    def cancel(self, prefix: str) -> int:
+        """Drop the queued work of every lease whose key starts with ``prefix``; its futures
+        are cancelled. Work already running is left to finish. Returns how many were dropped."""
+        dropped: list[Future] = []
+        with self._lock:
+            for key, lease in list(self._leases.items()):
+                if key.startswith(prefix):
+                    dropped.extend(future for future, _ in lease.queue)
+                    lease.queue.clear()
+                    if lease.running == 0:
+                        del self._leases[key]
+        for future in dropped:
+            future.cancel()
+        return len(dropped)
+
     def active(self) -> int:
         """Lease keys with work here now."""
         with self._lock:

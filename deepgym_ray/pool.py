@@ -1,9 +1,12 @@
 """VerifierPool: a named, cluster-wide pool of verifier actors shared by every driver.
 
-The actors are named ``{pool}-{i}`` in the pool's namespace and detached, so every process of
-the cluster that asks for the pool of the same name gets the same actors (eight trainer ranks on
-a node share one pool), whoever created them. Actor 0 records the pool's shape; a driver that
-finds the pool already there adopts that shape. The actors are spread over the nodes.
+The actors are named ``{pool}-{scorer}-{i}`` in the pool's namespace and detached, so every
+process of the cluster that asks for the pool of the same name with the same scoring setup gets
+the same actors (eight trainer ranks on a node share one pool), whoever created them. ``scorer``
+is a short digest of what scores (the sandbox mode, its options, the provider): a client that
+asks for another sandbox under the same pool name gets its own actors, never another provider's.
+Actor 0 records the pool's shape; a driver that finds the pool already there adopts that shape.
+The actors are spread over the nodes. :mod:`deepgym_ray.pool_admin` lists and stops pools.
 
 Example:
     >>> from deepgym_ray import DeepGym, VerifierPool                  # doctest: +SKIP
@@ -81,6 +84,9 @@ class VerifierPool:
         self._max_parallel = getattr(client_config, "max_parallel", None) or 32
         self.name = self.config.name
         self.namespace = self.config.namespace
+        from deepgym_ray.actor import scorer_key
+
+        self.scorer = scorer_key(self.client)
         self._start_timeout = start_timeout
         self._ready_timeout = ready_timeout
         self._lock = threading.Lock()
@@ -107,7 +113,8 @@ class VerifierPool:
             manifest = ray.get(first.manifest.remote(), timeout=self._start_timeout)
         except ray.exceptions.GetTimeoutError:
             raise RuntimeError(
-                f"verifier actor {self.name}-0 did not start within {self._start_timeout:.0f}s: "
+                f"verifier actor {self.actor_name(0)} did not start within "
+                f"{self._start_timeout:.0f}s: "
                 f"does the cluster have {self.config.num_cpus_per_actor} CPU free for it?"
             ) from None
         # Whoever created the pool first decided its shape; everyone adopts it.
@@ -115,13 +122,6 @@ class VerifierPool:
         if (self.size, self.concurrency) != (actors, concurrency):
             logger.info("pool %r already exists with %d actors x %d; using it as it is",
                         self.name, self.size, self.concurrency)
-        from deepgym_ray.actor import client_label
-
-        if manifest.get("client") != client_label(self.client):
-            logger.warning(
-                "pool %r was made by a client with %s; its actors keep scoring with that one, "
-                "not with this client's %s (give this client its own PoolConfig.name)",
-                self.name, manifest.get("client"), client_label(self.client))
         self.actors = [first] + [
             self._get_or_create(i, self.size, self.concurrency) for i in range(1, self.size)
         ]
@@ -136,12 +136,16 @@ class VerifierPool:
                            "them until they are", self.name, len(late), self.size,
                            self._ready_timeout)
 
+    def actor_name(self, index: int) -> str:
+        """The Ray name of actor ``index`` of this pool (in ``self.namespace``)."""
+        return f"{self.name}-{self.scorer}-{index}"
+
     def _get_or_create(self, index: int, actors: int, concurrency: int) -> Any:
         from deepgym_ray.actor import VerifierActor
 
         # get_if_exists settles the race of two drivers creating the same actor at once.
         return VerifierActor.options(
-            name=f"{self.name}-{index}",
+            name=self.actor_name(index),
             namespace=self.namespace,
             get_if_exists=True,
             lifetime="detached",
@@ -154,8 +158,8 @@ class VerifierPool:
         """A handle on actor ``index`` after it died for good (a new one if nobody made it)."""
         with self._lock:
             if self.actors[index] is stale:
-                logger.warning("verifier actor %s-%d is gone; starting a new one",
-                               self.name, index)
+                logger.warning("verifier actor %s is gone; starting a new one",
+                               self.actor_name(index))
                 self.actors[index] = self._get_or_create(index, self.size, self.concurrency)
                 self._ready.discard(index)
             return self.actors[index]
@@ -237,15 +241,16 @@ class VerifierPool:
             self._ready = set()
         _POOLS.pop(self._cache_key(), None)
 
-    def _cache_key(self) -> tuple[str, str, str]:
-        return (self.namespace, self.name, self._ray.get_runtime_context().get_job_id())
+    def _cache_key(self) -> tuple[str, str, str, str]:
+        return (self.namespace, self.name, self.scorer,
+                self._ray.get_runtime_context().get_job_id())
 
     def __repr__(self) -> str:
         return (f"VerifierPool(name={self.name!r}, namespace={self.namespace!r}, "
                 f"actors={len(self.actors)}, concurrency={getattr(self, 'concurrency', None)})")
 
 
-_POOLS: dict[tuple[str, str, str], VerifierPool] = {}
+_POOLS: dict[tuple[str, str, str, str], VerifierPool] = {}
 _POOLS_LOCK = threading.Lock()
 
 
@@ -255,7 +260,9 @@ def get_pool(client: Any = None, config: PoolConfig | None = None) -> VerifierPo
     if client is None:
         client = _default_client()
     cfg = config or getattr(getattr(client, "config", None), "pool", None) or PoolConfig()
-    key = (cfg.namespace, cfg.name, ray.get_runtime_context().get_job_id())
+    from deepgym_ray.actor import scorer_key
+
+    key = (cfg.namespace, cfg.name, scorer_key(client), ray.get_runtime_context().get_job_id())
     with _POOLS_LOCK:
         pool = _POOLS.get(key)
         if pool is None or not pool.actors:

@@ -195,17 +195,23 @@ def test_bad_input_is_named(make_pool):
     assert list(pool.map(ENV, [])) == []
 
 
-def test_a_client_joining_a_pool_made_by_another_is_warned(make_pool, caplog):
+def test_a_client_with_other_sandbox_settings_gets_its_own_pool(make_pool, ray_local):
     from deepgym_ray.client import DeepGym
     from deepgym_ray.config import DeepGymConfig
 
     pool = make_pool(actors=1, concurrency=1)
-    other = DeepGym(config=DeepGymConfig(mode="local", provider_options={"isolation": "none"},
-                                         pool=pool.config))
-    with caplog.at_level("WARNING", logger="deepgym_ray.pool"):
-        joined = VerifierPool(other)
-    assert [a._actor_id for a in joined.actors] == [a._actor_id for a in pool.actors]
-    assert any("keep scoring with that one" in r.getMessage() for r in caplog.records)
+    other = DeepGym(config=DeepGymConfig(mode="local", provider_options={"memory_mb": 512},
+                                         pool=pool.config.model_copy(update={"actors": 1})))
+    joined = VerifierPool(other)
+    try:
+        assert joined.scorer != pool.scorer
+        assert {a._actor_id for a in joined.actors}.isdisjoint(a._actor_id for a in pool.actors)
+        manifest = ray_local.get(joined.actors[0].manifest.remote())
+        assert '"memory_mb": 512' in manifest["client"]
+        again = VerifierPool(DeepGym(config=other.config))  # same settings: the same actors
+        assert [a._actor_id for a in again.actors] == [a._actor_id for a in joined.actors]
+    finally:
+        joined.shutdown()
 
 
 def test_a_pool_that_cannot_start_says_why(ray_local, tmp_path):
@@ -214,4 +220,7 @@ def test_a_pool_that_cannot_start_says_why(ray_local, tmp_path):
         with pytest.raises(RuntimeError, match="did not start within 2s.*512"):
             VerifierPool(make_client(tmp_path, pool=config), start_timeout=2)
     finally:  # the actor waits for room in the cluster: take it away
-        ray_local.kill(ray_local.get_actor(f"{config.name}-0", namespace=config.namespace))
+        from deepgym_ray.actor import scorer_key
+
+        name = f"{config.name}-{scorer_key(make_client(tmp_path, pool=config))}-0"
+        ray_local.kill(ray_local.get_actor(name, namespace=config.namespace))
