@@ -30,11 +30,14 @@ import contextlib
 import json
 import logging
 import os
+import signal
 import sys
+import threading
 from pathlib import Path
 from typing import Any
 
 from deepgym_ray import __version__, pool_cli
+from deepgym_ray.reaper import start_reaper
 
 __all__ = ["build_parser", "main"]
 
@@ -114,8 +117,11 @@ def build_parser() -> argparse.ArgumentParser:
     source.add_argument("--reference", action="store_true",
                         help="score each environment's reference solution")
     _add_client_options(ev)
-    ev.add_argument("--backend", choices=("ray", "threads"),
-                    help="ray: the shared verifier pool (default); threads: in this process")
+    ev.add_argument("--pool-name", metavar="NAME",
+                    help="the verifier pool to use or make (default from the config: deepgym)")
+    ev.add_argument("--backend", choices=("auto", "ray", "threads"), default="auto",
+                    help="ray: the shared verifier pool; threads: in this process; auto "
+                         "(default): the pool when a Ray cluster is running, else threads")
     ev.add_argument("--actors", type=_whole, metavar="N", help="verifier actors in the pool")
     ev.add_argument("--max-parallel", type=_whole, metavar="N",
                     help="runs in flight at once (default from the config: 32)")
@@ -143,8 +149,13 @@ def _config(args: argparse.Namespace) -> Any:
         data = config.model_dump()
         if args.mode:
             data["mode"] = args.mode
-        if getattr(args, "backend", None):
-            data["backend"] = args.backend
+        backend = getattr(args, "backend", None)
+        if backend == "auto" and (args.config is None or "backend" not in config.model_fields_set):
+            backend = _auto_backend()
+        if backend in ("ray", "threads"):
+            data["backend"] = backend
+        if getattr(args, "pool_name", None):
+            data["pool"]["name"] = args.pool_name
         if getattr(args, "max_parallel", None) is not None:
             data["max_parallel"] = args.max_parallel
         if getattr(args, "actors", None) is not None:
@@ -154,6 +165,19 @@ def _config(args: argparse.Namespace) -> Any:
             else config
     except ConfigError as exc:
         raise BadInput(str(exc)) from None
+
+
+def _auto_backend() -> str:
+    """The Ray pool when a cluster is running; otherwise this process's threads. On one
+    machine a Ray instance adds start-up and processes but no cores, so it only slows an eval."""
+    from deepgym_ray.cluster import running_cluster
+
+    if running_cluster() is not None:
+        return "ray"
+    print("No Ray cluster is running: scoring on this machine without Ray (start one with "
+          "`ray start --head`, set RAY_ADDRESS, or pass --backend ray to use a pool)",
+          file=sys.stderr)
+    return "threads"
 
 
 def _client(config: Any) -> Any:
@@ -280,6 +304,18 @@ def _open_results(args: argparse.Namespace, stack: contextlib.ExitStack, envs: l
     return out, done
 
 
+def _print_partial(args: argparse.Namespace, results: list[Any], total: int) -> None:
+    """The summary of the runs that finished before an interruption (all saved in --out)."""
+    from deepgym_ray.models import EvalResult
+    from deepgym_ray.summary import format_summary
+
+    names = [r.env_name or "?" for r in results]
+    print(f"deepgym-ray eval {args.target}: interrupted after {len(results)} of {total} runs"
+          + (f", all saved in {args.out}" if args.out else ""))
+    if results:
+        print(format_summary(EvalResult(results=results, env_names=names), names))
+
+
 def _exit_code(args: argparse.Namespace, result: Any) -> int:
     from deepgym_ray.summary import percent
 
@@ -311,6 +347,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
         if earlier:
             print(f"Resuming: {len(earlier)} of {len(jobs)} results already in {args.out}",
                   file=sys.stderr)
+        start_reaper()  # whatever this command starts (an embedded Ray) ends with it
         if len(earlier) < len(jobs) and config.backend == "ray":
             from deepgym_ray.cluster import ensure_ray
 
@@ -319,16 +356,23 @@ def cmd_eval(args: argparse.Namespace) -> int:
                                                 not args.no_progress))
         counts = {"passed": sum(r.counts_as_passed for r in earlier),
                   "no_verdict": sum(not r.has_verdict for r in earlier)}
+        finished: list[Any] = []
 
         def progress(result: Any) -> None:
+            finished.append(result)
             counts["passed"] += int(result.counts_as_passed)
             counts["no_verdict"] += int(not result.has_verdict)
             bar.set_postfix(passed=counts["passed"], no_verdict=counts["no_verdict"],
                             refresh=False)
             bar.update(1)
 
-        result = run_jobs(client, jobs, out=out, max_parallel=config.max_parallel,
-                          progress=progress, done=done)
+        try:
+            result = run_jobs(client, jobs, out=out, max_parallel=config.max_parallel,
+                              progress=progress, done=done)
+        except KeyboardInterrupt:  # Ctrl-C or SIGTERM: say what finished, then stop
+            bar.close()
+            _print_partial(args, earlier + finished, len(jobs))
+            raise
     labels = list(iter_labels(jobs))
     if args.json:
         print(json.dumps(summary_dict(result, labels, target=args.target,
@@ -351,12 +395,18 @@ def _one_line(exc: BaseException) -> str:
     return " ".join(str(exc).split())
 
 
+def _interrupt(signum: int, frame: Any) -> None:
+    raise KeyboardInterrupt(f"signal {signum}")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     if args.command is None:
         parser.print_help()
         return EXIT_BAD_INPUT
+    if threading.current_thread() is threading.main_thread():  # a job stopped by its
+        signal.signal(signal.SIGTERM, _interrupt)  # scheduler ends as Ctrl-C does: cleanly
     level = {0: logging.WARNING, 1: logging.INFO}.get(getattr(args, "verbose", 0), logging.DEBUG)
     logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s")
     try:

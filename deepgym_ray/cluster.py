@@ -29,7 +29,7 @@ from typing import Any
 
 from deepgym_ray.exceptions import DeepGymError
 
-__all__ = ["ClusterConnectionError", "cluster_address", "ensure_ray"]
+__all__ = ["ClusterConnectionError", "cluster_address", "ensure_ray", "running_cluster"]
 
 logger = logging.getLogger(__name__)
 
@@ -56,6 +56,20 @@ def cluster_address(address: str | None = None) -> str | None:
     except ImportError:  # pragma: no cover - a Ray without the helper: let ray.init decide
         return address
     return canonicalize_bootstrap_address(address)
+
+
+def running_cluster() -> str | None:
+    """The address of a cluster to join: ``RAY_ADDRESS`` as given (joining checks it), or
+    the one a ``ray start`` on this machine recorded if it answers now; None otherwise."""
+    explicit = os.environ.get("RAY_ADDRESS") or None
+    target = cluster_address()
+    if target is None or explicit is not None:
+        return target
+    try:
+        _check_reachable(target, 1.0)
+    except ClusterConnectionError:
+        return None
+    return target
 
 
 # What ray.init says on every start, by the logger that says it. Useful once to someone reading
