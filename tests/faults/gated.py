@@ -65,7 +65,12 @@ class Gate:
 
 
 def make_gate(name: str) -> Any:
-    return Gate.options(name=name, namespace=NAMESPACE, lifetime="detached").remote()
+    """A gate on the driver's node (a fault that takes a worker node must not take the gate)."""
+    from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+    here = NodeAffinitySchedulingStrategy(ray.get_runtime_context().get_node_id(), soft=False)
+    return Gate.options(name=name, namespace=NAMESPACE, lifetime="detached",
+                        scheduling_strategy=here).remote()
 
 
 class GatedProvider(SandboxProvider):
