@@ -48,10 +48,11 @@ class Row:
         if any(v == "BROKEN" for v in values):
             ways = ", ".join(k for k, v in self.outcomes.items() if v == "BROKEN")
             return f"**BROKEN** ({ways}): " + " / ".join(dict.fromkeys(self.reasons))
-        if values and all(v.startswith("skipped") for v in values):
+        missed = [v for v in values if v.startswith(("skipped", "not run"))]
+        if values and len(missed) == len(values):
             return values[0]
-        if any(v.startswith("skipped") for v in values):
-            return "held where it ran; " + next(v for v in values if v.startswith("skipped"))
+        if missed:
+            return "held where it ran; " + missed[0]
         return "held"
 
     def command(self) -> str:
@@ -113,10 +114,14 @@ def read_report(junit: Path) -> list[Row]:
         row.node_ids.append(f"{rel}::{name}")
         way = base.removeprefix("test_").replace("in_batch", "batch")
         failure = case.find("failure")
-        if failure is None:
-            failure = case.find("error")
+        error = case.find("error")
         skipped = case.find("skipped")
-        if failure is not None:
+        if failure is None and error is not None and \
+                (error.get("message") or "").startswith("failed on setup"):
+            # The test never ran (its fixture failed: no Ray, no provider): not a finding.
+            row.outcomes[way] = "not run: " + _reason(error)[:200]
+        elif failure is not None or error is not None:
+            failure = failure if failure is not None else error
             row.outcomes[way] = "BROKEN"
             row.reasons.append(_reason(failure))
         elif skipped is not None:
