@@ -1,0 +1,40 @@
+"""Fixtures of the security battery: one Battery (client, pool, host checks) per provider.
+
+Every attack file runs against every provider in ``providers_under_test.PROVIDERS``; a provider
+that cannot be built here skips with its reason (a failure under CI, see tests/conftest.py).
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+
+import pytest
+from battery import Battery
+from harness import plant_host_canary
+from providers_under_test import PROVIDERS
+
+# Before anything starts Ray or a provider: every process they start inherits the canary.
+plant_host_canary()
+
+
+@pytest.fixture(scope="session", params=PROVIDERS, ids=[case.mode for case in PROVIDERS])
+def battery(request):
+    """The battery's client for one provider, shared by every attack of the session."""
+    case = request.param
+    reason = case.unavailable()
+    if reason is not None:
+        pytest.skip(f"provider unavailable: {reason}")
+    ledger_dir = tempfile.mkdtemp(prefix="deepgym-security-ledger-")
+    runner = Battery(case, ledger_dir)
+    try:
+        yield runner
+    finally:
+        runner.close()
+        shutil.rmtree(ledger_dir, ignore_errors=True)
+
+
+@pytest.fixture
+def pool_battery(battery, ray_local):
+    """The same battery, with the session's local Ray instance up for its pool."""
+    return battery

@@ -1,0 +1,198 @@
+"""The providers the battery runs against, and what "the host is clean" means for each.
+
+Adding a provider to the battery is one line in ``PROVIDERS``. Each entry says how to build the
+provider (through the real ``make_provider``, so the battery tests what users get) and how to
+check the host after a run. A provider that cannot be built here skips with the reason it gave
+(under CI, where nothing may skip, that is a failure).
+
+Every provider is wrapped in :class:`Recorded`, which delegates everything to it and writes one
+line per sandbox to a ledger file (one JSON object per line, appended atomically, so Ray actor
+processes on this machine can share it): for the local provider the run's uid and its
+directories, so the host check can look for exactly that run's processes and files.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from deepgym_ray.models import Environment
+from deepgym_ray.sandboxes.base import CommandResult, Sandbox, SandboxProvider
+
+try:  # Ray actors unpickle these classes by value: no import path needed on their side
+    import ray.cloudpickle
+
+    ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])
+except ImportError:  # pragma: no cover
+    pass
+
+# The local provider runs each solution under a fresh uid at or above this one.
+SANDBOX_UID_BASE = 1 << 20
+
+
+def describe_local(sandbox: Sandbox) -> dict[str, Any]:
+    box = sandbox.handle
+    return {"uid": box.uid, "dirs": [str(box.work_dir), str(box.solution_dir.parent)]}
+
+
+def describe_remote(sandbox: Sandbox) -> dict[str, Any]:
+    return {"uid": None, "dirs": []}
+
+
+class Recorded(SandboxProvider):
+    """A provider that records every sandbox it makes in a ledger, and otherwise is ``inner``."""
+
+    def __init__(self, inner: SandboxProvider, ledger: str, local: bool) -> None:
+        self.inner, self.ledger, self.local = inner, ledger, local
+        self.name = inner.name
+
+    def __getattr__(self, name: str) -> Any:  # the optional hooks: python, solution_launch, ...
+        return getattr(self.inner, name)
+
+    def create(self, env: Environment) -> Sandbox:
+        sandbox = self.inner.create(env)
+        entry = (describe_local if self.local else describe_remote)(sandbox)
+        entry.update(id=sandbox.id, pid=os.getpid())
+        line = (json.dumps(entry) + "\n").encode()
+        fd = os.open(self.ledger, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        try:
+            os.write(fd, line)
+        finally:
+            os.close(fd)
+        return sandbox
+
+    def put_files(self, sandbox: Sandbox, files: Mapping[str, bytes]) -> None:
+        self.inner.put_files(sandbox, files)
+
+    def run(self, sandbox: Sandbox, command: Sequence[str], *, timeout: float,
+            stdin: bytes | None = None, env: Mapping[str, str] | None = None) -> CommandResult:
+        return self.inner.run(sandbox, command, timeout=timeout, stdin=stdin, env=env)
+
+    def destroy(self, sandbox: Sandbox) -> None:
+        self.inner.destroy(sandbox)
+
+    def close(self) -> None:
+        self.inner.close()
+
+
+@dataclass
+class RecordingFactory:
+    """A picklable zero-argument provider factory (the client builds providers lazily, in
+    each Ray actor too)."""
+
+    mode: str
+    ledger: str
+    options: dict[str, Any] = field(default_factory=dict)
+
+    def __call__(self) -> SandboxProvider:
+        from deepgym_ray.sandboxes import make_provider
+
+        return Recorded(make_provider(self.mode, **self.options), self.ledger,
+                        local=self.mode == "local")
+
+
+def read_ledger(path: str, start: int = 0) -> list[dict[str, Any]]:
+    """The ledger's entries from byte offset ``start`` on."""
+    try:
+        with open(path, "rb") as f:
+            f.seek(start)
+            data = f.read()
+    except FileNotFoundError:
+        return []
+    return [json.loads(line) for line in data.splitlines() if line.strip()]
+
+
+def uid_processes(uids: set[int]) -> dict[int, list[str]]:
+    """Live (non-zombie) processes whose real, effective or saved uid is in ``uids``:
+    uid -> ["pid cmdline", ...]."""
+    found: dict[int, list[str]] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            text = Path(f"/proc/{entry}/status").read_text(errors="replace")
+            cmdline = Path(f"/proc/{entry}/cmdline").read_bytes()
+        except OSError:
+            continue
+        fields = dict(line.split(":", 1) for line in text.splitlines() if ":" in line)
+        if fields.get("State", "").split()[:1] == ["Z"]:
+            continue
+        ids = {int(x) for x in fields.get("Uid", "").split()[:3] if x.isdigit()}
+        for uid in ids & uids:
+            name = cmdline.replace(b"\0", b" ").decode(errors="replace")[:120]
+            found.setdefault(uid, []).append(f"{entry} {name}")
+    return found
+
+
+def remove_tree(path: str) -> None:
+    """Remove a tree whatever its depth (``rm`` does not recurse on the stack)."""
+    subprocess.run(["rm", "-rf", "--one-file-system", path], check=False,
+                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=120)
+
+
+@dataclass(frozen=True)
+class ProviderCase:
+    """One provider of the battery: its mode, options, and its host checks."""
+
+    mode: str
+    options: dict[str, Any] = field(default_factory=dict)
+    needs_env: tuple[str, ...] = ()  # variables that must be set for it to be reachable
+    required: bool = False  # a required provider that cannot be built fails instead of skipping
+
+    def unavailable(self) -> str | None:
+        """Why this provider cannot run here, or None when it can."""
+        missing = [name for name in self.needs_env if not os.environ.get(name)]
+        if missing:
+            return f"{self.mode}: {', '.join(missing)} not set"
+        from deepgym_ray.sandboxes import make_provider
+
+        try:
+            provider = make_provider(self.mode, **self.options)
+        except Exception as exc:  # whatever it is, it is why this provider is skipped
+            if self.required:
+                raise
+            return f"{self.mode}: {type(exc).__name__}: {exc}"
+        provider.close()
+        return None
+
+    def factory(self, ledger: str) -> RecordingFactory:
+        return RecordingFactory(self.mode, ledger, dict(self.options))
+
+    def leftovers(self, entries: list[dict[str, Any]]) -> list[str]:
+        """What the recorded runs left on this host: processes of their uids, directories."""
+        problems = []
+        uids = {e["uid"] for e in entries if e.get("uid") is not None}
+        for uid, procs in sorted(uid_processes(uids).items()):
+            problems.append(f"{len(procs)} process(es) of sandbox uid {uid} outlived the run: "
+                            + "; ".join(procs[:4]))
+        for entry in entries:
+            for path in entry.get("dirs", []):
+                if os.path.lexists(path):
+                    problems.append(f"the run's directory {path} is still on the host")
+        return problems
+
+    def clean_up(self, entries: list[dict[str, Any]]) -> None:
+        """Remove whatever the recorded runs left (after the check has recorded it)."""
+        from deepgym_ray.sandboxes.isolation import kill_uid
+
+        for entry in entries:
+            uid = entry.get("uid")
+            if uid is not None and uid >= SANDBOX_UID_BASE:
+                kill_uid(uid)  # only this run's uid: processes our own test started
+            for path in entry.get("dirs", []):
+                if os.path.lexists(path):
+                    remove_tree(path)
+
+
+# The battery runs unchanged against every provider listed here; one line per provider.
+PROVIDERS = [
+    ProviderCase("local", required=True),
+    ProviderCase("docker"),
+    ProviderCase("daytona", needs_env=("DAYTONA_API_KEY",)),
+]

@@ -1,0 +1,61 @@
+"""A wrong answer running 8 busy processes next to a concurrent right answer
+(issue 10, hole 4): a neighbour's load must not turn a right answer into a 0."""
+
+from harness import Attack
+
+# Twenty cases, each about 0.12 s of the solution's own CPU on an idle core (a quarter of the
+# case timeout): scored by the fraction answered within the case timeout. Judged on wall-clock
+# time, a neighbour's load turns the innocent's cases into timeouts.
+VERIFIER = '''
+from deepgym_solution import load_solution
+
+
+def verify(solution_path, test_cases_path=None):
+    sol = load_solution(solution_path)
+    good = 0
+    for k in range(20):
+        n = 1500000 + k
+        try:
+            good += sol.work(n) == (n - 1) * n * (2 * n - 1) // 6 % 1000003
+        except Exception:
+            pass
+    return {"score": good / 20, "passed": good == 20, "details": f"{good}/20"}
+'''
+
+RIGHT = "def work(n):\n    return sum(i * i for i in range(n)) % 1000003\n"
+
+BUSY = r'''
+import os
+def _spin():
+    while True:
+        pass
+for _ in range(8):
+    try:
+        if os.fork() == 0:
+            _spin()
+    except OSError:
+        break
+def work(n):
+    _spin()
+'''
+
+ATTACK = Attack(
+    name="busy_neighbour_8_processes",
+    tags=("neighbours", "processes", "time", "concurrency"),
+    tries="to make a concurrent right answer fail its per-case timeouts by keeping 8 processes "
+          "busy (the innocent must still score 1.0)",
+    solution=BUSY,
+    verifier=VERIFIER,
+    right=RIGHT,
+    neighbour=True,
+    timeout=30.0,
+    case_timeout=0.5,
+)
+
+
+def test_alone(battery):
+    battery.alone(ATTACK)
+
+
+def test_in_batch(pool_battery):
+    pool_battery.in_batch(ATTACK)

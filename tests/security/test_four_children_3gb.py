@@ -1,0 +1,61 @@
+"""Four children taking 3 GB together under a 1 GB memory limit (issue 10, hole 4)."""
+
+from harness import Attack
+
+# Each child maps and touches 768 MB and reports it on a pipe; the answer claims success only
+# when all four held theirs at the same moment (3 GB at once, three times the run's limit).
+FOUR_CHILDREN = r'''
+import os, signal
+def answer():
+    ready_r, ready_w = os.pipe()
+    go_r, go_w = os.pipe()
+    kids = []
+    for _ in range(4):
+        try:
+            pid = os.fork()
+        except OSError:
+            break
+        if pid == 0:
+            try:
+                block = bytearray(768 << 20)
+                for i in range(0, len(block), 4096):
+                    block[i] = 1
+                os.write(ready_w, b"1")
+                os.read(go_r, 1)
+            except BaseException:
+                pass
+            os._exit(0)
+        kids.append(pid)
+    os.close(ready_w)
+    got = b""
+    while len(got) < 4:
+        chunk = os.read(ready_r, 4)
+        if not chunk:
+            break
+        got += chunk
+    os.write(go_w, b"xxxx")
+    for pid in kids:
+        try:
+            os.waitpid(pid, 0)
+        except OSError:
+            pass
+    return "@CLAIM@" if got == b"1111" else len(got)
+'''
+
+ATTACK = Attack(
+    name="four_children_3gb",
+    tags=("memory", "processes"),
+    tries="to take 3 GB at once with four children under a 1 GB memory limit (the limit is "
+          "per process, not per run)",
+    solution=FOUR_CHILDREN,
+    timeout=45.0,  # generous for a loaded machine: the attack answers once it is done
+    case_timeout=40.0,
+)
+
+
+def test_alone(battery):
+    battery.alone(ATTACK)
+
+
+def test_in_batch(pool_battery):
+    pool_battery.in_batch(ATTACK)
