@@ -6,8 +6,9 @@ write to), ``deepgym_solution.py`` (what verifiers import: ``load_solution``, ``
 ``solution_source``), ``deepgym_cases.py`` (case-by-case scoring for verifiers),
 ``deepgym_proxy.py`` (``load_solution`` and its connection to the solution process),
 ``deepgym_remote.py`` (the solution's module and objects as the verifier sees them),
-``deepgym_spawn.py`` (starting and killing solution processes, the run's settings), ``deepgym_proc.py`` (small process helpers the
-host uses too), ``deepgym_wire.py`` (strict decoding of what the solution sends) and
+``deepgym_spawn.py`` (starting and killing solution processes, the run's settings),
+``deepgym_proc.py`` (small process helpers the host uses too), ``deepgym_wire.py`` (strict
+decoding of what the solution sends) and
 ``deepgym_worker.py`` (the solution process), ``deepgym_zyproc.py`` (a solution process forked
 by the provider's warm zygote, when it has one).
 
