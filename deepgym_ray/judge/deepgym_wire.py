@@ -229,7 +229,8 @@ def exception_from(reply, ctx=None):
             exc = cls(message)
         except Exception:
             exc = None
-    if exc is None:
-        exc = SolutionError(f"{type_name}: {message}", type_name)
+    if exc is None:  # (the solution process's own refusals are SolutionErrors already)
+        text = message if type_name == "SolutionError" else f"{type_name}: {message}"
+        exc = SolutionError(text, type_name)
     exc.solution_traceback = str(reply.get("traceback", ""))
     return tag(exc, "error")
