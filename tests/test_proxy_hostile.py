@@ -105,7 +105,8 @@ ATTACKS = {
         "got [<solution Liar object>"),
     "handle_as_a_callable_in_the_verifier": (
         "sol.get_hook()()", "'pwned'",
-        "import os\ndef get_hook():\n    def hook():\n        return os.getcwd()\n    return hook\n",
+        "import os\ndef get_hook():\n    def hook():\n        return os.getcwd()\n"
+        "    return hook\n",
         "got '/"),
 }
 

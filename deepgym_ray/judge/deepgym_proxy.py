@@ -83,7 +83,8 @@ class CpuClock:
         try:
             data = os.pread(self.fd, 2048, 0)
             fields = data[data.rindex(b")") + 2:].split()
-            return sum(int(f) for f in fields[11:15]) / _TICK  # utime stime cutime cstime
+            # utime + stime + cutime + cstime, in clock ticks
+            return (int(fields[11]) + int(fields[12]) + int(fields[13]) + int(fields[14])) / _TICK
         except (OSError, ValueError, IndexError):
             return None
 

@@ -1,8 +1,12 @@
 """The wire from a solution process to the runner: strict decoding (stdlib only).
 
 Only plain data is rebuilt (None, bool, int, float, complex, str, bytes, list, tuple, dict, set,
-frozenset); anything else becomes an :class:`OpaqueValue` that equals nothing. Exceptions come
-back as builtin exceptions of the same type, or as :class:`SolutionError`.
+frozenset). An object that stays in the solution process arrives as a handle, made by the
+connection given as ``ctx`` (``deepgym_remote``); a reference names one of the call's own
+argument containers; anything else unreadable becomes an :class:`OpaqueValue` that equals
+nothing. Exceptions come back as builtin exceptions of the same type, as local subclasses of the
+builtin base of a solution-defined class, or as :class:`SolutionError` (control flow never
+crosses as itself). Arguments go the other way with :func:`encode_arg`.
 
 Example:
     >>> decode(["l", [["i", "1"], ["s", "a"]]])

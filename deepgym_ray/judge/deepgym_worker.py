@@ -8,8 +8,11 @@ Before any solution code runs it lowers its resource limits and, when started as
 ``uid`` in its config, drops to that unprivileged user for good.
 
 Modes (``config["mode"]``):
-- ``module``: read a ``load`` message (the solution's source), then answer ``call`` messages,
-  one length-prefixed message each way: marshal from the runner, JSON back (see below).
+- ``module``: read a ``load`` message (the solution's source), then answer requests on the
+  module or on a handle (``call``, ``get``, ``set``, ``next``, ``dir``, ``sig``...), one
+  length-prefixed message each way: marshal from the runner, JSON back (see below). Objects
+  that are not plain data stay here, named by handles; changes a call made to its list, dict,
+  set or bytearray arguments are sent back with the reply.
 - ``script``: exec the interpreter on ``config["script"]`` with ``config["args"]``.
 
 Example (what the runner does):
