@@ -480,3 +480,15 @@ def test_handles_of_a_restarted_process_are_gone(direct):
     with pytest.raises(Exception, match="restarted after a timeout"):
         _ = box.value
     assert direct.Box(8).value == 8  # the module itself works on in the new process
+
+
+def test_a_copied_handle_is_the_same_reference(direct):
+    import copy
+    import pickle
+
+    box = direct.Box([1])
+    assert copy.copy(box) is box and copy.deepcopy({"b": box})["b"] is box
+    with pytest.raises(TypeError):
+        pickle.dumps(box)
+    del box
+    assert direct.live() <= 2  # released once, not twice

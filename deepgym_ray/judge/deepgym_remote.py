@@ -105,6 +105,17 @@ class SolutionObject:
         except TypeError:  # a local object that cannot cross: not an instance of theirs
             return False
 
+    # A handle is a reference: a copy is the same reference (a second local object would
+    # release the solution's object twice), and it never travels as a pickle.
+    def __copy__(self):
+        return self
+
+    def __deepcopy__(self, memo):
+        return self
+
+    def __reduce_ex__(self, protocol):
+        raise TypeError("a handle to the solution's object cannot be pickled")
+
     def __del__(self):
         try:
             if self._exports:
