@@ -192,6 +192,9 @@ def builtin_exception(name):
     return None
 
 
+MAX_EXCEPTION_CLASSES = 1000  # local stand-ins per solution process (then SolutionError)
+
+
 def local_exception(cache, key, name, base_name, module):
     """A local subclass of the builtin ``base_name`` standing for the solution's exception class
     ``name`` (one per ``key`` in ``cache``), so ``except ValueError`` still catches it; None
@@ -199,7 +202,7 @@ def local_exception(cache, key, name, base_name, module):
     cls = cache.get(key)
     if cls is None:
         base = builtin_exception(base_name)
-        if base is None:
+        if base is None or len(cache) >= MAX_EXCEPTION_CLASSES:
             return None
         if not (name.isidentifier() and name.isascii()):
             name = "SolutionException"
