@@ -45,7 +45,9 @@ class Liar:
         return 3
 '''
 
-# name -> (probe expression, expected, solution, what the verifier must have caught)
+# name -> (probe expression, expected, solution, what the verifier must have caught); the
+# attacks that make the solution process work hard before it refuses get more CPU time.
+GENEROUS = {"huge_object_behind_a_handle", "too_many_handles"}
 ATTACKS = {
     "huge_object_behind_a_handle": (
         "sol.Solution().make().data", "[1]",
@@ -118,8 +120,8 @@ def outcomes(local_client):
     for name in names:
         probe, expected, solution, _ = ATTACKS[name]
         code = PROBE_VERIFIER.replace("PROBE", probe).replace("EXPECTED", expected)
-        envs.append(Environment(name=f"hostile_{name}", verifier_code=code, timeout=20,
-                                case_timeout=0.5))
+        envs.append(Environment(name=f"hostile_{name}", verifier_code=code, timeout=60,
+                                case_timeout=10 if name in GENEROUS else 0.5))
         answers.append(solution)
     batch = local_client.eval(envs, answers, max_parallel=4)
     return dict(zip(names, batch.results, strict=True))

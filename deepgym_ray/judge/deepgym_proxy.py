@@ -10,9 +10,11 @@ verifier asks for one.
 Each request has the call timeout, counted in the solution process's own CPU time (its
 ``utime + stime`` and its reaped children's, from ``/proc``), so a neighbour's load does not
 turn a right answer into a timeout; a wall-clock bound of :data:`WALL_FACTOR` times the timeout
-stops an answer that waits without computing (sleeps, blocks). Where the CPU time cannot be read,
-the timeout is wall-clock. A request past its timeout raises ``TimeoutError`` and the process is
-restarted for the next one (its handles are then gone).
+stops an answer that waits without computing (sleeps, blocks); it never exceeds a third of what
+is left of the run's own time limit (the runner's interval timer), so an answer starved of CPU
+that keeps timing out fails its cases instead of the whole run. Where the CPU time cannot be
+read, the timeout is wall-clock. A request past its timeout raises ``TimeoutError`` and the
+process is restarted for the next one (its handles are then gone).
 
 Example (inside a verifier):
     sol = load_solution(solution_path)
@@ -25,6 +27,7 @@ import json
 import marshal
 import os
 import select
+import signal
 import subprocess
 import threading
 import time
@@ -119,6 +122,19 @@ def _interpreter_pid(proc):
     return None
 
 
+def _wall_bound(limit):
+    """A request's wall-clock bound: WALL_FACTOR times its limit, at most a third of the run's
+    time left (never below the limit itself)."""
+    bound = WALL_FACTOR * limit
+    try:
+        run_left = signal.getitimer(signal.ITIMER_REAL)[0]
+    except (OSError, ValueError):
+        run_left = 0.0
+    if run_left > 0:
+        bound = min(bound, run_left / 3)
+    return max(bound, limit)
+
+
 class Connection:
     """The verifier's side of one solution process: requests, timeouts, handles."""
 
@@ -194,6 +210,7 @@ class Connection:
 
     def _read(self, size, started, cpu_start):
         limit = self.timeout
+        bound = []  # the wall-clock bound, worked out only for a request that outlasts its limit
 
         def wait(fd):  # before each read: data ready, or TimeoutError past the limits
             while True:
@@ -206,9 +223,11 @@ class Connection:
                     used -= cpu_start
                     if used >= limit:
                         raise self._timed_out(f"{limit:g}s of CPU time")
-                    if elapsed >= WALL_FACTOR * limit:
-                        raise self._timed_out(f"{WALL_FACTOR * limit:g}s (its wall-clock bound)")
-                    left = min(limit - used, WALL_FACTOR * limit - elapsed, _POLL)
+                    if not bound:
+                        bound.append(_wall_bound(limit))
+                    if elapsed >= bound[0]:
+                        raise self._timed_out(f"{bound[0]:g}s (its wall-clock bound)")
+                    left = min(limit - used, bound[0] - elapsed, _POLL)
                 if select.select([fd], [], [], max(left, 0.001))[0]:
                     return
 
