@@ -5,9 +5,10 @@
 constants read as plain values, functions and classes called by name. A value that is not plain
 data stays in the solution process and arrives as a :class:`SolutionObject`, a handle: its
 attributes, methods, items, length, truth and iteration are looked up there, one exchange each
-under the call timeout. A handle never runs anything here: it equals only itself, its hash and
-repr are local, and it can be passed back to the solution as an argument. A solution-defined
-exception class arrives as a local subclass of its builtin base (``deepgym_wire``).
+under the call timeout. A handle never runs anything here: like every value that is not plain
+data it equals nothing (``is`` still tells it apart), its hash and repr are local, and it can be
+passed back to the solution as an argument. A solution-defined exception class arrives as a
+local subclass of its builtin base (``deepgym_wire``).
 
 Example (inside a verifier):
     sol = load_solution(solution_path)
@@ -17,27 +18,32 @@ Example (inside a verifier):
     list(itertools.islice(sol.primes(), 5))         # a generator, step by step
 """
 
+from deepgym_wire import OpaqueValue
+
 # Dunder names looked up in the solution process. Every other dunder is the handle's own or
 # missing: Python's machinery (copy, pickle, length hints, unwrap) probes many, and a probe
 # must not cost an exchange or run the solution's code.
 _REMOTE_DUNDERS = frozenset({"__name__", "__qualname__", "__annotations__", "__defaults__",
                              "__kwdefaults__", "__all__", "__version__", "__self__", "__func__",
                              "__bases__", "__mro__", "__code__"})
-_SLOTS = frozenset({"_conn", "_hid", "_path", "_info", "_gen", "_exports", "_owner"})
+_SLOTS = frozenset({"_conn", "_hid", "_path", "_info", "_gen", "_exports", "_owner",
+                    "description"})
 
 
 def _own(obj, name, value):
     object.__setattr__(obj, name, value)
 
 
-class SolutionObject:
-    """A handle to an object in the solution process (see the module docstring)."""
+class SolutionObject(OpaqueValue):
+    """A handle to an object in the solution process (see the module docstring). Like any
+    value that is not plain data it is an :class:`OpaqueValue`: it equals nothing."""
 
     __slots__ = ("_conn", "_hid", "_path", "_info", "_gen", "_exports", "_owner", "__weakref__")
 
     def __init__(self, conn, hid, path=(), info=None, owner=None):
         for name, value in (("_conn", conn), ("_hid", hid), ("_path", path), ("_info", info),
-                            ("_gen", conn.generation), ("_exports", 0), ("_owner", owner)):
+                            ("_gen", conn.generation), ("_exports", 0), ("_owner", owner),
+                            ("description", info[1] if info else ".".join(path))):
             _own(self, name, value)
 
     def _ask(self, op, attr=None, args=None, sync=False, kwargs=None):

@@ -11,7 +11,7 @@ float, complex, str, bytes, list, tuple, dict, set, frozenset. What a verifier c
 - classes and instances: ``sol.Solution().twoSum(nums, target)``, ``cache = sol.LRUCache(2)``:
   an object that is not plain data stays in the solution process and arrives as a handle
   (attributes, methods, items, ``len``, truth, ``isinstance``), which can be passed back as an
-  argument; it equals only itself;
+  argument; like any value that is not plain data it equals nothing;
 - generators and iterators, iterated lazily (``next``, ``for``, ``list``), a step per exchange;
 - in-place problems: a list, dict, set or bytearray argument the call changed shows the change
   in the verifier's own object after the call.

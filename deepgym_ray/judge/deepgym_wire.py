@@ -207,7 +207,9 @@ def local_exception(cache, key, name, base_name, module):
         if not (name.isidentifier() and name.isascii()):
             name = "SolutionException"
         try:
-            cls = type(name, (base,), {"__module__": module, "solution_defined": True})
+            # Also a SolutionError: ``except SolutionError`` catches the solution's own classes.
+            bases = (SolutionError,) if base is Exception else (base, SolutionError)
+            cls = type(name, bases, {"__module__": module})
         except TypeError:
             return None
         cache[key] = cls
@@ -232,10 +234,14 @@ def exception_from(reply, ctx=None):
             cls = None
     exc = None
     if cls is not None:
+        if cls.__bases__ == (SolutionError,):  # from Exception itself: named, as it always was
+            message = f"{type_name}: {message}"
         try:
             exc = cls(message)
         except Exception:
             exc = None
+    if exc is not None and isinstance(exc, SolutionError):
+        exc.type_name = type_name
     if exc is None:  # (the solution process's own refusals are SolutionErrors already)
         text = message if type_name == "SolutionError" else f"{type_name}: {message}"
         exc = SolutionError(text, type_name)
