@@ -11,6 +11,8 @@ Rules for the edge cases:
   closes on a line of the same character, at least as long, with nothing else on it. A line with
   backticks inside code (``x = "```"``) is not a fence, and an opening backtick fence whose info
   string holds a backtick is inline code, not a fence.
+- A fence may also open at the end of a line of prose (``Here it is: ```python``) when a
+  language follows it or the prose ends with a colon, and the prose holds no fence itself.
 - An unterminated fence runs to the end of the answer: a completion cut off at the length limit
   runs what it wrote.
 - Content indented with its fence loses that indentation.
@@ -40,6 +42,9 @@ __all__ = [
 ]
 
 _FENCE_OPEN = re.compile(r"^(?P<indent>[ \t]*)(?P<fence>`{3,}|~{3,})(?P<info>.*)$")
+# A fence opened at the end of a line of prose ("Here it is: ```python"), as models often write.
+_FENCE_AFTER_TEXT = re.compile(r"^(?P<text>.*\S)[ \t]*(?P<fence>`{3,}|~{3,})"
+                               r"(?P<info>[A-Za-z0-9_+#.-]*)[ \t]*$")
 
 
 def _content_text(content: Any, index: int | None) -> str:
@@ -102,6 +107,15 @@ def _dedent(line: str, indent: int) -> str:
     return line[min(indent, removable):]
 
 
+def _opening_after_text(line: str) -> re.Match[str] | None:
+    match = _FENCE_AFTER_TEXT.match(line)
+    if match is None or match["fence"][0] * 3 in match["text"]:
+        return None
+    if not match["info"] and not match["text"].endswith(":"):
+        return None
+    return match
+
+
 def extract_code(text: str) -> str:
     """The last fenced block of ``text``, or ``text`` itself when it has no fenced block."""
     lines = text.splitlines(keepends=True)
@@ -109,10 +123,13 @@ def extract_code(text: str) -> str:
     i = 0
     while i < len(lines):
         match = _FENCE_OPEN.match(lines[i].rstrip("\r\n"))
+        if match is None:
+            match = _opening_after_text(lines[i].rstrip("\r\n"))
         if match is None or (match["fence"][0] == "`" and "`" in match["info"]):
             i += 1
             continue
-        char, length, indent = match["fence"][0], len(match["fence"]), len(match["indent"])
+        char, length = match["fence"][0], len(match["fence"])
+        indent = len(match["indent"]) if "indent" in match.groupdict() else 0
         block: list[str] = []
         i += 1
         while i < len(lines) and not _is_closing(lines[i], char, length):

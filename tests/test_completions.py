@@ -49,10 +49,17 @@ CASES = [
     (f"{T}\nx = 8\n`````\nafter", "x = 8\n"),
     # 17. prose only, no code: the whole text runs (and fails in the verifier)
     ("I cannot solve this.", "I cannot solve this."),
+    # 18. the fence opens after prose on the same line, as models often write
+    (f"Here it is: {T}python\ndef f():\n    return 9\n{T}\nDone.", "def f():\n    return 9\n"),
+    # 19. the same without a language, after a colon
+    (f"Here it is: {T}\nx = 10\n{T}", "x = 10\n"),
+    # 20. prose with a fence inside it and a closing one later is no opening
+    (f"use {T}x{T} then {T}python\ny = 1\n{T}", ""),
 ]
 
 
-@pytest.mark.parametrize(("completion", "code"), CASES, ids=[str(i) for i in range(1, 18)])
+@pytest.mark.parametrize(("completion", "code"), CASES,
+                         ids=[str(i) for i in range(1, len(CASES) + 1)])
 def test_text_completions(completion, code):
     assert completion_to_code(completion) == code
 

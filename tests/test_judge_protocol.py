@@ -83,3 +83,65 @@ def test_wire_rebuilds_plain_data_only():
     exc = deepgym_wire.exception_from({"type": "SystemExit", "message": "0"})
     assert isinstance(exc, deepgym_wire.SolutionError)
     assert isinstance(deepgym_wire.exception_from({"type": "KeyError", "message": "k"}), KeyError)
+
+
+@pytest.mark.parametrize("name", ["StopIteration", "StopAsyncIteration", "GeneratorExit",
+                                  "KeyboardInterrupt", "SystemExit"])
+def test_control_flow_never_crosses_as_itself(name):
+    exc = deepgym_wire.exception_from({"type": name, "message": ""})
+    assert type(exc) is deepgym_wire.SolutionError and exc.type_name == name
+    assert isinstance(exc, Exception)
+
+
+@pytest.mark.parametrize("tree", [
+    ["h", 1, "c", "T", None, [], None],  # a handle without a connection to make it
+    ["r", 0],  # a reference without the call's arguments
+])
+def test_handles_and_references_need_a_connection(tree):
+    with pytest.raises(ValueError):
+        deepgym_wire.decode(tree)
+
+
+class _Conn:
+    refs = ("mine",)
+
+    def handle(self, parts):
+        return ("handle", parts)
+
+
+@pytest.mark.parametrize("rest", [
+    [-1, "c", "T", None, [], None], [True, "c", "T", None, [], None],
+    [1, "cx", "T", None, [], None], [1, "c", 5, None, [], None],
+    [1, "c", "T", None, ["m" * 201], None], [1, "c", "T", None, ["m"] * 301, None],
+    [1, "c", "T", None, [], 3], [1, "c", "T", None, []],
+])
+def test_malformed_handles_are_refused(rest):
+    with pytest.raises(ValueError):
+        deepgym_wire.decode(["h", *rest], ctx=_Conn())
+
+
+def test_handles_and_references_with_a_connection():
+    assert deepgym_wire.decode(["r", 0], ctx=_Conn()) == "mine"
+    with pytest.raises(ValueError):
+        deepgym_wire.decode(["r", 1], ctx=_Conn())
+    kind, parts = deepgym_wire.decode(["h", 3, "ci", "gen", None, ["send"], None], ctx=_Conn())
+    assert kind == "handle" and parts[0] == 3
+
+
+def test_a_solution_exception_class_becomes_a_subclass_of_its_builtin_base():
+    cache: dict = {}
+    cls = deepgym_wire.local_exception(cache, "k", "InvalidAge", "ValueError", "solution")
+    assert issubclass(cls, ValueError) and cls.__name__ == "InvalidAge"
+    assert deepgym_wire.local_exception(cache, "k", "Other", "KeyError", "solution") is cls
+    assert deepgym_wire.local_exception({}, "s", "MyStop", "StopIteration", "solution") is None
+    odd = deepgym_wire.local_exception({}, "o", "not a name", "ValueError", "solution")
+    assert odd.__name__ == "SolutionException"
+
+
+def test_arguments_keep_their_aliasing():
+    encoder = deepgym_wire.ArgEncoder(lambda value: ["h", 1, []])
+    shared = [1]
+    tree = deepgym_wire.encode_arg((shared, {"k": shared}, bytearray(b"x")), ctx=encoder)
+    assert tree[1][1] == ["d", [[["s", "k"], ["r", 0]]]]
+    assert tree[1][2] == ["Y", "78"] and encoder.containers[0] is shared
+    assert deepgym_wire.encode_arg(object(), ctx=encoder) == ["h", 1, []]

@@ -4,9 +4,11 @@ In the sandbox (``JUDGE_FILES``, all side by side, importing each other by plain
 ``deepgym_runner.py`` (runs the verifier, reports one result over a channel the solution cannot
 write to), ``deepgym_solution.py`` (what verifiers import: ``load_solution``, ``run_solution``,
 ``solution_source``), ``deepgym_cases.py`` (case-by-case scoring for verifiers),
-``deepgym_proxy.py`` (``load_solution``'s call proxy), ``deepgym_spawn.py`` (starting and
-killing solution processes, the run's settings), ``deepgym_proc.py`` (small process helpers the
-host uses too), ``deepgym_wire.py`` (strict decoding of what the solution sends) and
+``deepgym_proxy.py`` (``load_solution`` and its connection to the solution process),
+``deepgym_remote.py`` (the solution's module and objects as the verifier sees them),
+``deepgym_spawn.py`` (starting and killing solution processes, the run's settings),
+``deepgym_proc.py`` (small process helpers the host uses too), ``deepgym_wire.py`` (strict
+decoding of what the solution sends) and
 ``deepgym_worker.py`` (the solution process), ``deepgym_zyproc.py`` (a solution process forked
 by the provider's warm zygote, when it has one).
 
@@ -17,9 +19,9 @@ Nor is ``deepgym_zygote.py``, the warm solution zygote the provider starts insid
 
 Example:
     >>> sorted(sandbox_judge_files())  # doctest: +NORMALIZE_WHITESPACE
-    ['deepgym_cases.py', 'deepgym_proc.py', 'deepgym_proxy.py', 'deepgym_runner.py',
-     'deepgym_solution.py', 'deepgym_spawn.py', 'deepgym_wire.py', 'deepgym_worker.py',
-     'deepgym_zyproc.py']
+    ['deepgym_cases.py', 'deepgym_proc.py', 'deepgym_proxy.py', 'deepgym_remote.py',
+     'deepgym_runner.py', 'deepgym_solution.py', 'deepgym_spawn.py', 'deepgym_wire.py',
+     'deepgym_worker.py', 'deepgym_zyproc.py']
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ from pathlib import Path
 
 JUDGE_FILES = ("deepgym_runner.py", "deepgym_solution.py", "deepgym_proxy.py", "deepgym_spawn.py",
                "deepgym_proc.py", "deepgym_wire.py", "deepgym_worker.py", "deepgym_cases.py",
-               "deepgym_zyproc.py")
+               "deepgym_zyproc.py", "deepgym_remote.py")
 RUNNER = "deepgym_runner.py"
 
 

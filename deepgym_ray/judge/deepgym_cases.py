@@ -27,6 +27,7 @@ import builtins
 import math
 import reprlib
 
+from deepgym_proxy import close_solution, function_caller
 from deepgym_solution import load_solution
 
 __all__ = [
@@ -74,7 +75,7 @@ def score_cases(solution_path, function, cases, check=None, timeout=None,
         records = [_record(_unpack(case, i), False, note, extra) for i, case in enumerate(cases)]
         return summarize(records, reward_components)
     if isinstance(function, str):
-        name, call = function, getattr(solution, function)
+        name, call = function, function_caller(solution, function)
     else:
         name = None
 
@@ -85,7 +86,7 @@ def score_cases(solution_path, function, cases, check=None, timeout=None,
         records = run_cases(call, cases, check, stop_after_timeout=stop_after_timeout,
                             extra=extra, name=name)
     finally:
-        solution.close()  # its process is not needed any more; free the sandbox's room now
+        close_solution(solution)  # its process is not needed any more; free the sandbox's room now
     return summarize(records, reward_components)
 
 

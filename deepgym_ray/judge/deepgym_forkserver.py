@@ -28,7 +28,8 @@ import sys
 HERE = os.path.dirname(os.path.abspath(__file__))
 RUNNER = os.path.join(HERE, "deepgym_runner.py")
 JUDGE_MODULES = ("deepgym_wire", "deepgym_proc", "deepgym_worker", "deepgym_spawn",
-                 "deepgym_proxy", "deepgym_solution", "deepgym_cases", "deepgym_runner")
+                 "deepgym_remote", "deepgym_proxy", "deepgym_solution", "deepgym_cases",
+                 "deepgym_runner")
 
 
 def _preload():

@@ -1,15 +1,25 @@
-"""The solution as a module in its own process: :func:`load_solution` and its call proxy
-(stdlib only).
+"""The solution as a module in its own process: :func:`load_solution` and the connection to
+that process (stdlib only).
 
 A solution process (``deepgym_worker.py`` in ``module`` mode) imports the solution's source and
-answers one call at a time over its pipes: marshal in, strict JSON back (``deepgym_wire``). A
-call that runs past its timeout raises ``TimeoutError`` and the process is restarted for the
-next call. :func:`prewarm` starts a process before the verifier asks for one.
+answers one request at a time over its pipes: marshal in, strict JSON back (``deepgym_wire``).
+What the verifier gets is a :class:`deepgym_remote.SolutionModule`; the objects it reaches are
+handles into the process (``deepgym_remote``). :func:`prewarm` starts a process before the
+verifier asks for one.
+
+Each request has the call timeout, counted in the solution process's own CPU time (its
+``utime + stime`` and its reaped children's, from ``/proc``), so a neighbour's load does not
+turn a right answer into a timeout; a wall-clock bound of :data:`WALL_FACTOR` times the timeout
+stops an answer that waits without computing (sleeps, blocks); it never exceeds a third of what
+is left of the run's own time limit (the runner's interval timer), so an answer starved of CPU
+that keeps timing out fails its cases instead of the whole run. Where the CPU time cannot be
+read, the timeout is wall-clock. A request past its timeout raises ``TimeoutError`` and the
+process is restarted for the next one (its handles are then gone).
 
 Example (inside a verifier):
     sol = load_solution(solution_path)
     sol.coin_change([1, 2, 5], 11)   # runs in the solution process
-    sol.get("LIMIT")                 # a module-level value
+    sol.LIMIT                        # a module-level value
 """
 
 import builtins
@@ -17,18 +27,33 @@ import json
 import marshal
 import os
 import select
+import signal
 import subprocess
 import threading
 import time
+import weakref
 
 from deepgym_proc import Drain
+from deepgym_remote import SolutionMember, SolutionModule, bump_exports, make_handle
 from deepgym_spawn import STATE, kill, mark_in_play, solution_dir, spawn
-from deepgym_wire import SolutionError, decode, encode_arg, exception_from, tag
+from deepgym_wire import (
+    ArgEncoder,
+    SolutionError,
+    decode,
+    encode_arg,
+    exception_from,
+    local_exception,
+    tag,
+)
 from deepgym_worker import read_exact
 
-__all__ = ["SolutionProxy", "load_solution", "prewarm", "read_source"]
+__all__ = ["WALL_FACTOR", "Connection", "close_solution", "function_caller", "load_solution",
+           "prewarm", "read_source"]
 
 MAX_MESSAGE = 64 << 20  # a reply larger than this is the solution's failure
+WALL_FACTOR = 10  # wall-clock bound of a request, in multiples of its (CPU) timeout
+_POLL = 0.1  # seconds between CPU readings once a request has run its timeout in wall time
+_TICK = os.sysconf("SC_CLK_TCK")
 
 
 def _module_process():
@@ -43,12 +68,86 @@ def prewarm():
         STATE["warm"] = _module_process()
 
 
-class _Worker:
+class CpuClock:
+    """CPU seconds used by one process and its reaped children (``/proc/<pid>/stat``)."""
+
+    def __init__(self, pid):
+        self.fd = None
+        if pid is not None:
+            try:
+                self.fd = os.open(f"/proc/{pid}/stat", os.O_RDONLY | os.O_CLOEXEC)
+            except OSError:
+                pass
+
+    def read(self):
+        """Seconds, or None when it cannot be read (the process is gone, no /proc)."""
+        if self.fd is None:
+            return None
+        try:
+            data = os.pread(self.fd, 2048, 0)
+            fields = data[data.rindex(b")") + 2:].split()
+            # utime + stime + cutime + cstime, in clock ticks
+            return (int(fields[11]) + int(fields[12]) + int(fields[13]) + int(fields[14])) / _TICK
+        except (OSError, ValueError, IndexError):
+            return None
+
+    def close(self):
+        if self.fd is not None:
+            os.close(self.fd)
+            self.fd = None
+
+
+def _interpreter_pid(proc):
+    """The pid of the solution's interpreter: the process itself, or under bwrap the first
+    process below it that is not bwrap (bwrap's own init and its child)."""
+    if getattr(proc, "zygote_child", False) or STATE["launch"].get("kind") != "bwrap":
+        return proc.pid
+    children = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat", "rb") as f:
+                    data = f.read()
+                comm = data[data.index(b"(") + 1:data.rindex(b")")]
+                ppid = int(data[data.rindex(b")") + 2:].split()[1])
+            except (OSError, ValueError):
+                continue
+            children.setdefault(ppid, []).append((int(entry), comm))
+    todo = [proc.pid]
+    while todo:
+        for pid, comm in sorted(children.get(todo.pop(0), ())):
+            if comm != b"bwrap":
+                return pid
+            todo.append(pid)
+    return None
+
+
+def _wall_bound(limit):
+    """A request's wall-clock bound: WALL_FACTOR times its limit, at most a third of the run's
+    time left (never below the limit itself)."""
+    bound = WALL_FACTOR * limit
+    try:
+        run_left = signal.getitimer(signal.ITIMER_REAL)[0]
+    except (OSError, ValueError):
+        run_left = 0.0
+    if run_left > 0:
+        bound = min(bound, run_left / 3)
+    return max(bound, limit)
+
+
+class Connection:
+    """The verifier's side of one solution process: requests, timeouts, handles."""
+
     def __init__(self, source, filename, module, timeout):
         self.source, self.filename, self.module, self.timeout = source, filename, module, timeout
-        self.proc = None
-        self.output = None
-        self.lock = threading.Lock()  # one call at a time: the pipe carries one exchange
+        self.proc = self.output = self.clock = None
+        self.lock = threading.Lock()  # one request at a time: the pipe carries one exchange
+        self.generation = 0  # bumped when the process restarts: older handles are gone
+        self.objects = weakref.WeakValueDictionary()  # handle number -> handle (one each)
+        self.exceptions = {}  # (name, base) -> local exception class
+        self.released = []  # (generation, handle, count) dropped by the verifier
+        self.refs = ()  # the current request's argument containers
+        self.manifest = None
 
     def start(self):
         warm = STATE.get("warm")
@@ -59,25 +158,36 @@ class _Worker:
             if warm is not None:
                 kill(warm[0])
             self.proc, self.output = _module_process()
+        self.generation += 1
+        self.objects = weakref.WeakValueDictionary()
+        self.released = []
         # The solution's code enters play with this message (the process was only our code).
         mark_in_play()
         load = {"source": self.source, "filename": self.filename, "module": self.module}
-        return self._exchange(load)
+        # Under bwrap the interpreter is found once it runs: its import is timed by the clock.
+        bwrap = STATE["launch"].get("kind") == "bwrap" and not getattr(self.proc, "zygote_child",
+                                                                        False)
+        self.clock = None if bwrap else CpuClock(self.proc.pid)
+        reply = self._exchange(load, self.clock.read() if self.clock is not None else None)
+        if bwrap:
+            self.clock = CpuClock(_interpreter_pid(self.proc))
+        return reply
 
-    def _exchange(self, message):
+    def _exchange(self, message, cpu_start):
         try:
             data = marshal.dumps(message)  # trusted data in; the worker need not import json
             self.proc.stdin.write(len(data).to_bytes(4, "big") + data)
             self.proc.stdin.flush()
         except (BrokenPipeError, OSError):
             pass  # the reply read below reports the dead process
-        deadline = time.monotonic() + self.timeout
+        started = time.monotonic()
         try:
-            header = self._read(4, deadline)
+            header = self._read(4, started, cpu_start)
             size = int.from_bytes(header, "big")
             if size > MAX_MESSAGE:
                 raise tag(SolutionError(f"the solution sent a reply of {size} bytes"), "error")
-            reply = json.loads(self._read(size, deadline).decode("utf-8", "surrogatepass"))
+            reply = json.loads(self._read(size, started, cpu_start).decode("utf-8",
+                                                                           "surrogatepass"))
             if not isinstance(reply, dict):
                 raise ValueError("reply is not an object")
         except builtins.TimeoutError:
@@ -94,34 +204,122 @@ class _Worker:
         except (ValueError, TypeError, UnicodeError) as exc:
             self.stop()
             raise tag(SolutionError(f"the solution sent garbage: {exc}"), "error") from None
-        if not reply.get("ok"):
-            raise exception_from(reply)
+        if reply.get("ok") is not True:
+            raise exception_from(reply, self)
         return reply
 
-    def _read(self, size, deadline):
-        def wait(fd):  # before each read: data ready, or TimeoutError at the deadline
+    def _read(self, size, started, cpu_start):
+        limit = self.timeout
+        bound = []  # the wall-clock bound, worked out only for a request that outlasts its limit
+
+        def wait(fd):  # before each read: data ready, or TimeoutError past the limits
             while True:
-                left = deadline - time.monotonic()
+                elapsed = time.monotonic() - started
+                left = limit - elapsed
                 if left <= 0:
-                    raise tag(builtins.TimeoutError(
-                        f"the solution did not answer within {self.timeout:g}s"), "timeout")
-                if select.select([fd], [], [], left)[0]:
+                    used = self.clock.read() if cpu_start is not None else None
+                    if used is None:
+                        raise self._timed_out(f"{limit:g}s")
+                    used -= cpu_start
+                    if used >= limit:
+                        raise self._timed_out(f"{limit:g}s of CPU time")
+                    if not bound:
+                        bound.append(_wall_bound(limit))
+                    if elapsed >= bound[0]:
+                        raise self._timed_out(f"{bound[0]:g}s (its wall-clock bound)")
+                    left = min(limit - used, bound[0] - elapsed, _POLL)
+                if select.select([fd], [], [], max(left, 0.001))[0]:
                     return
 
         return read_exact(self.proc.stdout.fileno(), size, wait)
 
-    def call(self, name, args, kwargs, do_call=True):
-        message = {"name": name, "args": encode_arg(tuple(args)),
-                   "kwargs": encode_arg(dict(kwargs)), "call": do_call}
+    @staticmethod
+    def _timed_out(what):
+        return tag(builtins.TimeoutError(f"the solution did not answer within {what}"), "timeout")
+
+    def request(self, op, target, attr=None, args=None, kwargs=None, sync=False):
+        """One request on ``target`` (the module or a handle); returns the decoded value."""
+        message = {"op": op, "h": target._hid}
+        if target._path:
+            message["path"] = list(target._path)
+        if attr is not None:
+            message["attr"] = attr
+        encoder = ArgEncoder(self.reference)
+        if args is not None:
+            message["args"] = encode_arg(tuple(args), ctx=encoder)
+        if kwargs:
+            message["kwargs"] = encode_arg(dict(kwargs), ctx=encoder)
+        if sync and encoder.containers:
+            message["sync"] = True
         with self.lock:
             if self.proc is None or self.proc.poll() is not None:
                 self.start()
-            reply = self._exchange(message)
-        try:
-            return decode(reply.get("value"))
-        except (ValueError, TypeError, RecursionError, OverflowError) as exc:
-            raise tag(SolutionError(f"the solution sent an unreadable value: {exc}"),
-                       "error") from None
+            self._check_current(target)
+            released, self.released = self.released, []
+            rel = [[hid, n] for gen, hid, n in released if gen == self.generation]
+            if rel:
+                message["rel"] = rel
+            cpu_start = self.clock.read() if self.clock is not None else None
+            reply = self._exchange(message, cpu_start)
+            self.refs = encoder.containers
+            try:
+                if reply.get("done") is True and op == "next":
+                    raise StopIteration  # the solution's iterator is exhausted
+                if "mut" in reply:
+                    self._apply(reply["mut"])
+                return decode(reply.get("value"), ctx=self)
+            except (ValueError, TypeError, RecursionError, OverflowError, KeyError) as exc:
+                raise tag(SolutionError(f"the solution sent an unreadable value: {exc}"),
+                          "error") from None
+            finally:
+                self.refs = ()
+
+    def _check_current(self, target):
+        if target._hid != 0 and target._gen != self.generation:
+            raise tag(SolutionError("the solution process was restarted after a timeout: "
+                                    "this object is gone"), "error")
+
+    def reference(self, value):
+        """``["h", handle, path]`` for a handle of this process passed back as an argument."""
+        if getattr(type(value), "_ask", None) is None or value._conn is not self:
+            raise TypeError("only plain data and this solution's own objects can be passed "
+                            f"to the solution, not {type(value).__name__}")
+        self._check_current(value)
+        return ["h", value._hid, list(value._path)]
+
+    def handle(self, parts):
+        """The local object for a handle the solution sent (one per handle number)."""
+        hid, flags, type_name, name, methods, base = parts
+        if base is not None and "C" in flags:
+            local = local_exception(self.exceptions, (name or type_name, base),
+                                    name or type_name, base, self.module)
+            if local is not None:
+                return local
+        obj = self.objects.get(hid)
+        if obj is None:
+            obj = make_handle(self, hid, (flags, type_name, name, frozenset(methods), base))
+            self.objects[hid] = obj
+        if base is None:
+            bump_exports(obj)
+        return obj
+
+    def _apply(self, changes):
+        """Write the solution's changes to argument containers into the verifier's own."""
+        if type(changes) is not list:
+            raise ValueError("malformed changes")
+        for change in changes:
+            if type(change) is not list or len(change) != 2 or type(change[0]) is not int \
+                    or not 0 <= change[0] < len(self.refs):
+                raise ValueError("malformed change")
+            container, new = self.refs[change[0]], decode(change[1], ctx=self)
+            kind = type(container)
+            if kind is bytearray and type(new) is bytes or kind is list and type(new) is list:
+                container[:] = new
+            elif kind in (dict, set) and type(new) is kind:
+                container.clear()
+                container.update(new)
+            else:
+                raise ValueError("a change of the wrong type")
 
     def stop(self):
         if self.proc is not None:
@@ -132,39 +330,29 @@ class _Worker:
                 except OSError:
                     pass
             self.proc = None
+        if self.clock is not None:
+            self.clock.close()
+            self.clock = None
 
 
-class SolutionProxy:
-    """Attribute calls run in the solution process: ``proxy.f(1, 2)``; ``proxy.get('X')``
-    fetches a module-level value."""
-
-    def __init__(self, worker):
-        object.__setattr__(self, "_worker", worker)
-
-    def __getattr__(self, name):
-        if name.startswith("__"):
-            raise AttributeError(name)
-        worker = self._worker
-
-        def call(*args, **kwargs):
-            return worker.call(name, args, kwargs)
-
-        call.__name__ = name
-        return call
-
-    def get(self, name):
-        """The value of a module-level name (plain data only)."""
-        return self._worker.call(name, (), {}, do_call=False)
-
-    def close(self):
-        """Stop the solution process now (it is stopped at the end of the run anyway)."""
-        self._worker.stop()
-
-    @property
-    def output(self):
-        """What the solution printed so far (bounded)."""
-        drain = self._worker.output
-        return drain.text() if drain is not None else ""
+def _manifest(conn, reply):
+    """name -> "c" (callable), "v" (a value) or the local class of an exception class."""
+    names = {}
+    entries = reply.get("names")
+    if type(entries) is not list:
+        raise tag(SolutionError("the solution sent garbage: no module names"), "error")
+    for entry in entries:
+        if type(entry) is not list or len(entry) not in (2, 3) or type(entry[0]) is not str:
+            continue
+        if entry[1] in ("c", "v"):
+            names[entry[0]] = entry[1]
+        elif entry[1] == "x" and len(entry) == 3:
+            try:
+                local = decode(entry[2], ctx=conn)
+            except (ValueError, TypeError):
+                continue
+            names[entry[0]] = local if isinstance(local, type) else "c"
+    return names
 
 
 def read_source(path):
@@ -175,16 +363,38 @@ def read_source(path):
 
 
 def load_solution(path, timeout=None):
-    """Start a solution process that imports the file at ``path``; returns a call proxy.
+    """Start a solution process that imports the file at ``path``; returns the solution's
+    module as a :class:`deepgym_remote.SolutionModule`.
 
     An error while importing (a syntax error, an exception, ``sys.exit``) is raised here.
-    ``timeout`` bounds each call (default: the environment's ``case_timeout``).
+    ``timeout`` bounds each request (default: the environment's ``case_timeout``), in the
+    solution's CPU time (see the module docstring).
     """
     source = read_source(path)
     name = os.path.splitext(os.path.basename(path))[0] or "solution"
     if not name.isidentifier():
         name = "solution"
     filename = os.path.join(solution_dir(), os.path.basename(path) or "solution.py")
-    worker = _Worker(source, filename, name, float(timeout or STATE["case_timeout"]))
-    worker.start()
-    return SolutionProxy(worker)
+    conn = Connection(source, filename, name, float(timeout or STATE["case_timeout"]))
+    with conn.lock:
+        reply = conn.start()
+    doc = reply.get("doc") if type(reply.get("doc")) is str else None
+    return SolutionModule(conn, _manifest(conn, reply), name, path, doc)
+
+
+def close_solution(solution):
+    """Stop the solution process behind ``solution`` now (whatever names it defines)."""
+    solution._conn.stop()
+
+
+def function_caller(solution, name):
+    """``solution.name(*args)`` that leaves the arguments as they were sent: changes the
+    solution makes to them stay in its process (for case loops whose inputs are shared)."""
+    conn = solution._conn
+    target = SolutionMember(conn, 0, (name,), owner=solution)
+
+    def call(*args):
+        return conn.request("call", target, args=args)
+
+    call.__name__ = name
+    return call

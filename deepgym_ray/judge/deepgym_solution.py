@@ -1,12 +1,28 @@
 """What a verifier imports to use the solution without ever running it itself (stdlib only).
 
-Every call goes to a separate solution process (started by :func:`load_solution`, isolated as
-the sandbox provider arranged; see ``deepgym_proxy``), and only plain data comes back: None,
-bool, int, float, complex, str, bytes, list, tuple, dict, set, frozenset. Anything else arrives
-as an :class:`OpaqueValue` that equals nothing. An exception raised by the solution is raised
-here: a builtin exception keeps its type, any other becomes :class:`SolutionError`. A call that
-runs past the case timeout raises ``TimeoutError`` and the solution process is restarted for
-the next call. :func:`run_solution` runs the solution as a script instead.
+:func:`load_solution` returns the solution's module as seen from the verifier: every piece of the
+solution's code runs in a separate solution process (isolated as the sandbox provider arranged;
+see ``deepgym_proxy`` and ``deepgym_remote``), and only plain data crosses: None, bool, int,
+float, complex, str, bytes, list, tuple, dict, set, frozenset. What a verifier can do with it:
+- names: ``dir(sol)``, ``hasattr``, ``getattr(sol, name, default)``, ``name in vars(sol)``,
+  ``sol.__name__``, ``__doc__`` of the module and its functions and classes, ``callable``,
+  ``inspect.signature(sol.f)`` (annotations as text);
+- values: module-level constants read as plain values (``sol.LIMIT == 7``);
+- classes and instances: ``sol.Solution().twoSum(nums, target)``, ``cache = sol.LRUCache(2)``:
+  an object that is not plain data stays in the solution process and arrives as a handle
+  (attributes, methods, items, ``len``, truth, ``isinstance``), which can be passed back as an
+  argument; like any value that is not plain data it equals nothing;
+- generators and iterators, iterated lazily (``next``, ``for``, ``list``), a step per exchange;
+- in-place problems: a list, dict, set or bytearray argument the call changed shows the change
+  in the verifier's own object after the call.
+An exception raised by the solution is raised here: a builtin exception keeps its type, a
+solution-defined one arrives as a subclass of its builtin base (``except ValueError`` catches
+it, and so does ``except sol.InvalidInput``), control flow (StopIteration, SystemExit, ...) and
+anything else as :class:`SolutionError`. Unreadable or self-referencing values arrive as an
+:class:`OpaqueValue` that equals nothing. Each request has the case timeout, counted in the
+solution's own CPU time (with a wall-clock bound of ``WALL_FACTOR`` times it); past it,
+``TimeoutError`` is raised and the solution process is restarted for the next call.
+:func:`run_solution` runs the solution as a script instead.
 
 Example (inside a verifier):
     from deepgym_solution import load_solution
