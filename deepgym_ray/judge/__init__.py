@@ -6,7 +6,8 @@ write to), ``deepgym_solution.py`` (what verifiers import: ``load_solution``, ``
 ``solution_source``), ``deepgym_cases.py`` (case-by-case scoring for verifiers),
 ``deepgym_proxy.py`` (``load_solution``'s call proxy), ``deepgym_spawn.py`` (starting and
 killing solution processes, the run's settings), ``deepgym_proc.py`` (small process helpers the
-host uses too), ``deepgym_wire.py`` (strict decoding of what the solution sends) and
+host uses too), ``deepgym_result.py`` (the verifier's captured output and its result, checked
+and bounded), ``deepgym_wire.py`` (strict decoding of what the solution sends) and
 ``deepgym_worker.py`` (the solution process), ``deepgym_zyproc.py`` (a solution process forked
 by the provider's warm zygote, when it has one).
 
@@ -17,9 +18,9 @@ Nor is ``deepgym_zygote.py``, the warm solution zygote the provider starts insid
 
 Example:
     >>> sorted(sandbox_judge_files())  # doctest: +NORMALIZE_WHITESPACE
-    ['deepgym_cases.py', 'deepgym_proc.py', 'deepgym_proxy.py', 'deepgym_runner.py',
-     'deepgym_solution.py', 'deepgym_spawn.py', 'deepgym_wire.py', 'deepgym_worker.py',
-     'deepgym_zyproc.py']
+    ['deepgym_cases.py', 'deepgym_proc.py', 'deepgym_proxy.py', 'deepgym_result.py',
+     'deepgym_runner.py', 'deepgym_solution.py', 'deepgym_spawn.py', 'deepgym_wire.py',
+     'deepgym_worker.py', 'deepgym_zyproc.py']
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ from pathlib import Path
 
 JUDGE_FILES = ("deepgym_runner.py", "deepgym_solution.py", "deepgym_proxy.py", "deepgym_spawn.py",
                "deepgym_proc.py", "deepgym_wire.py", "deepgym_worker.py", "deepgym_cases.py",
-               "deepgym_zyproc.py")
+               "deepgym_zyproc.py", "deepgym_result.py")
 RUNNER = "deepgym_runner.py"
 
 
