@@ -180,7 +180,9 @@ def load_solution(path, timeout=None):
     An error while importing (a syntax error, an exception, ``sys.exit``) is raised here.
     ``timeout`` bounds each call (default: the environment's ``case_timeout``).
     """
-    source = read_source(path)
+    mark_in_play()
+    with open(path, "rb") as f:  # bytes: compiled as Python reads a file (not UTF-8: fails)
+        source = f.read()
     name = os.path.splitext(os.path.basename(path))[0] or "solution"
     if not name.isidentifier():
         name = "solution"

@@ -192,6 +192,15 @@ def _number(value, what):
         raise VerifierFailed(f"the verifier's {what} is too large for a float") from None
 
 
+def _flag(value, what):
+    """A pass flag: a bool, or the numbers 0 and 1 (scripts printing JSON write those too)."""
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, (int, float)) and value in (0, 1):
+        return bool(value)
+    raise VerifierFailed(f"{what} is {value!r:.100}, not a bool")
+
+
 def _to_json(value, what):
     try:
         return json.dumps(value, default=repr)
@@ -230,9 +239,8 @@ def normalise(value):
     else:
         raise VerifierFailed("the verifier's result has no 'score'")
     passed = value.get("passed")
-    if passed is not None and not isinstance(passed, bool):
-        raise VerifierFailed(f"the verifier's 'passed' is {type(passed).__name__}, not a bool")
-    out["passed"] = passed if passed is not None else out["score"] >= FULL_MARKS
+    out["passed"] = (_flag(passed, "the verifier's 'passed'") if passed is not None
+                     else out["score"] >= FULL_MARKS)
     components = value.get("reward_components")
     if components is not None:
         out["reward_components"] = _components(components, notes)
@@ -282,10 +290,8 @@ def _cases(cases, notes):
 
 
 def _case(i, case, budget, notes):
-    passed = case.get("passed", False)
-    if not isinstance(passed, bool):
-        raise VerifierFailed(f"the verifier's case {i}: 'passed' is {type(passed).__name__}, "
-                             "not a bool")
+    passed = case.get("passed")  # absent or None: not passed
+    passed = passed is not None and _flag(passed, f"the verifier's case {i}: 'passed'")
     case_id = case.get("id", f"test_{i}")
     out = {"id": cut_text(case_id if isinstance(case_id, str) else _to_json(case_id, "case id"),
                           CASE_ID_LIMIT, "id"),

@@ -160,10 +160,19 @@ def interpret(outcome: CommandResult, token: str, sandbox_id: str | None = None)
     raise SandboxError(f"{what}: {stderr}", sandbox_id=sandbox_id)
 
 
+def _as_text(details: Any) -> str | None:
+    """Details as printable text: a lone surrogate (a solution's string the verifier quoted)
+    becomes '?', so writing the result to a console or a file never fails on it."""
+    if details is None:
+        return None
+    text = details if isinstance(details, str) else json.dumps(details, default=repr)
+    return text.encode("utf-8", "replace").decode("utf-8")
+
+
 def _from_final(final: dict[str, Any], outcome: CommandResult,
                 sandbox_id: str | None) -> RunResult:
     kind = final.get("kind")
-    details = final.get("details")
+    details = _as_text(final.get("details"))
     if kind == "verifier_failed":
         raise VerifierError(f"the verifier could not judge: {details}", sandbox_id=sandbox_id,
                             in_play=bool(final.get("in_play")))

@@ -42,7 +42,7 @@ MALFORMED = ["{'details': 'no score'}", "{'score': '1.0'}", "{'score': None}",
              "{'score': 1.0, 'cases': {'a': True}}",
              "{'score': 1.0, 'cases': [{'id': 'a', 'passed': True, 'score': 'x'}]}",
              "{'score': 1.0, 'cases': [{'id': 'a', 'passed': 'yes'}]}",
-             "{'score': 1.0, 'passed': 'yes'}"]
+             "{'score': 1.0, 'passed': 'yes'}", "{'score': 1.0, 'passed': 2}"]
 
 
 @pytest.mark.parametrize("value", MALFORMED)
@@ -60,6 +60,7 @@ NORMALISED = [
     ("{'score': 1}", 1.0, True), ("{'score': 0.5}", 0.5, False),
     ("{'passed': True}", 1.0, True), ("{'passed': False}", 0.0, False),
     ("{'score': 0.5, 'passed': True}", 0.5, True), ("{'score': 1.0, 'passed': False}", 1.0, False),
+    ("{'score': 1.0, 'passed': 1}", 1.0, True), ("{'score': 1.0, 'passed': 0}", 1.0, False),
 ]
 
 
