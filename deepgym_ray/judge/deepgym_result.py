@@ -337,8 +337,12 @@ def reconcile_exit(fields, code):
     return fields
 
 
-def outcome(raw, status, message, capture):
+def outcome(raw, status, message, capture, printed):
     """The result fields for what the verifier gave back and how it exited.
+
+    ``message`` is None when the verifier did not exit (returned, or a script that ended),
+    else what it exited with beyond its status ("" for none); ``printed`` says whether the
+    result was to be printed (a script, or any shape that exited) rather than returned.
 
     Exit 0 or 1 needs a result: its fields, with the exit code applied (see
     ``deepgym_result.reconcile_exit``: a pass needs exit 0 and a result that passed; a failed
@@ -346,6 +350,9 @@ def outcome(raw, status, message, capture):
     verdict, whatever it printed; its printed ``details`` are kept.
     """
     said = f"the verifier exited with code {status}" + (f" ({message})" if message else "")
+    if raw is None and not printed:
+        raise VerifierFailed("the verifier returned None, expected a float, a bool or a dict "
+                             "as its result")
     if status not in (0, 1):
         details = raw.get("details") if isinstance(raw, dict) else None
         if details is not None and not isinstance(details, str):
@@ -355,7 +362,7 @@ def outcome(raw, status, message, capture):
     if raw is None:
         where = ("printed no JSON result on sys.stdout (output written to stderr or straight "
                  f"to file descriptor 1 is not read); {capture.summary()}")
-        if status or message:
+        if message is not None:
             raise VerifierFailed(f"{said} with no result: it {where}")
         raise VerifierFailed(f"the verifier {where}")
     try:

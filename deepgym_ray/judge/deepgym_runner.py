@@ -196,7 +196,8 @@ def _install_import_guard(solution_path, load_solution):
 
 
 def run_verifier(source, shape, verifier_path, solution_path, tests_path, capture):
-    """Run the verifier; returns (its result or None, its exit status, its exit message).
+    """Run the verifier; returns (its result or None, its exit status, its exit message:
+    None when it did not exit, else what ``SystemExit`` carried beyond a status, or "").
 
     A script's result is the last JSON line it printed; a module's or a body's is what
     ``verify`` returned. A ``SystemExit`` (or ``os._exit``, see :func:`_trap_os_exit`) ends
@@ -219,7 +220,7 @@ def run_verifier(source, shape, verifier_path, solution_path, tests_path, captur
         if getattr(exc, "_deepgym_origin", None):  # raised by the solution: its failure
             raise
         status = exit_status(exc.code)
-        message = None if exc.code is None or isinstance(exc.code, int) else str(exc.code)
+        message = "" if exc.code is None or isinstance(exc.code, int) else str(exc.code)[:500]
         try:
             printed = capture.printed_result()
         except VerifierFailed:
@@ -324,7 +325,8 @@ def main():
         raw, status, message = run_verifier(source, shape, verifier_path, solution_path,
                                             tests_path, capture)
         signal.setitimer(signal.ITIMER_REAL, 0)
-        result.update(outcome(raw, status, message, capture))
+        printed = shape == "script" or message is not None
+        result.update(outcome(raw, status, message, capture, printed))
     except VerifierFailed as exc:  # the verifier's own fault, whenever it happened
         signal.setitimer(signal.ITIMER_REAL, 0)
         result = {"kind": "verifier_failed", "exit_code": 2, "error_type": "verifier_error",
