@@ -26,6 +26,7 @@ from pydantic import (
 
 from deepgym_ray import contract
 from deepgym_ray.contract import MODEL_FAULT_ERRORS
+from deepgym_ray.textfiles import read_text
 
 __all__ = [
     "MODEL_FAULT_ERRORS",
@@ -131,12 +132,13 @@ class Environment(BaseModel):
         return self
 
     def verifier_source(self) -> str:
-        """The verifier's code, read from ``verifier_path`` when the code was not given inline."""
+        """The verifier's code, read from ``verifier_path`` when the code was not given inline
+        (UTF-8, a byte order mark dropped; ValueError naming the file otherwise)."""
         if self.verifier_code is not None:
             return self.verifier_code
         assert self.verifier_path is not None
         try:
-            return self.verifier_path.read_text(encoding="utf-8")
+            return read_text(self.verifier_path)  # ValueError naming it when not UTF-8
         except OSError as exc:
             raise ValueError(
                 f"environment {self.name!r}: cannot read verifier {self.verifier_path}: {exc}"

@@ -3,7 +3,8 @@
 A folder holds ``task.md``, ``verifier.py``, ``reference_solution.py`` and ``metadata.json``
 (name, difficulty, domain, tags, timeout, case_timeout), optionally ``test_cases.json`` and
 support files (any other file next to the verifier). The verifier's code is read into the
-Environment so it travels to other nodes with it.
+Environment so it travels to other nodes with it. Those five files must be UTF-8 (a leading
+byte order mark is dropped); one that is not raises ValueError naming it and the bad byte.
 
 Example:
     >>> load_environment("coin_change").name
@@ -21,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from deepgym_ray.models import RESERVED_SANDBOX_NAMES, RESERVED_SANDBOX_PREFIX, Environment
+from deepgym_ray.textfiles import read_text
 
 BUILTIN_DIR = Path(__file__).resolve().parent
 _FOLDER_FILES = {"task.md", "verifier.py", "reference_solution.py", "metadata.json",
@@ -36,9 +38,10 @@ def builtin_names() -> list[str]:
 
 
 def _read_json(path: Path) -> Any:
+    text = read_text(path)  # a ValueError naming the file when it is not UTF-8
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
+        return json.loads(text)
+    except ValueError as exc:
         raise ValueError(f"cannot read {path}: {exc}") from exc
 
 
@@ -76,10 +79,9 @@ def load_folder(folder: str | Path, name: str | None = None) -> Environment:
     tests = folder / "test_cases.json"
     fields: dict[str, Any] = {
         "name": name or folder.resolve().name,
-        "task": task.read_text(encoding="utf-8") if task.is_file() else "",
-        "verifier_code": verifier.read_text(encoding="utf-8"),
-        "reference_solution": reference.read_text(encoding="utf-8") if reference.is_file()
-        else None,
+        "task": read_text(task) if task.is_file() else "",
+        "verifier_code": read_text(verifier),
+        "reference_solution": read_text(reference) if reference.is_file() else None,
         "support_files": _support_files(folder),
         "test_cases": _read_json(tests) if tests.is_file() else None,
     }

@@ -7,7 +7,8 @@ write to), ``deepgym_solution.py`` (what verifiers import: ``load_solution``, ``
 ``deepgym_proxy.py`` (``load_solution`` and its connection to the solution process),
 ``deepgym_remote.py`` (the solution's module and objects as the verifier sees them),
 ``deepgym_spawn.py`` (starting and killing solution processes, the run's settings),
-``deepgym_proc.py`` (small process helpers the host uses too), ``deepgym_wire.py`` (strict
+``deepgym_proc.py`` (small process helpers the host uses too), ``deepgym_result.py`` (the
+verifier's captured output and its result, checked and bounded), ``deepgym_wire.py`` (strict
 decoding of what the solution sends) and
 ``deepgym_worker.py`` (the solution process), ``deepgym_zyproc.py`` (a solution process forked
 by the provider's warm zygote, when it has one).
@@ -20,8 +21,8 @@ Nor is ``deepgym_zygote.py``, the warm solution zygote the provider starts insid
 Example:
     >>> sorted(sandbox_judge_files())  # doctest: +NORMALIZE_WHITESPACE
     ['deepgym_cases.py', 'deepgym_proc.py', 'deepgym_proxy.py', 'deepgym_remote.py',
-     'deepgym_runner.py', 'deepgym_solution.py', 'deepgym_spawn.py', 'deepgym_wire.py',
-     'deepgym_worker.py', 'deepgym_zyproc.py']
+     'deepgym_result.py', 'deepgym_runner.py', 'deepgym_solution.py', 'deepgym_spawn.py',
+     'deepgym_wire.py', 'deepgym_worker.py', 'deepgym_zyproc.py']
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ from pathlib import Path
 
 JUDGE_FILES = ("deepgym_runner.py", "deepgym_solution.py", "deepgym_proxy.py", "deepgym_spawn.py",
                "deepgym_proc.py", "deepgym_wire.py", "deepgym_worker.py", "deepgym_cases.py",
-               "deepgym_zyproc.py", "deepgym_remote.py")
+               "deepgym_zyproc.py", "deepgym_remote.py", "deepgym_result.py")
 RUNNER = "deepgym_runner.py"
 
 

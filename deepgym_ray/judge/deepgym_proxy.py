@@ -370,7 +370,9 @@ def load_solution(path, timeout=None):
     ``timeout`` bounds each request (default: the environment's ``case_timeout``), in the
     solution's CPU time (see the module docstring).
     """
-    source = read_source(path)
+    mark_in_play()
+    with open(path, "rb") as f:  # bytes: compiled as Python reads a file (not UTF-8: fails)
+        source = f.read()
     name = os.path.splitext(os.path.basename(path))[0] or "solution"
     if not name.isidentifier():
         name = "solution"

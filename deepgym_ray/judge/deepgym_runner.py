@@ -11,7 +11,21 @@ The three verifier shapes, told apart by parsing:
 - a script printing its JSON result (run as ``__main__`` with ``argv[1:] = [solution, tests]``);
 - a bare function body using ``solution_path`` / ``test_cases_path`` and ending in ``return``.
 
-Exit codes: 0 passed, 1 failed, 2 the verifier could not judge.
+Exit codes: 0 passed, 1 failed, 2 the verifier could not judge. The rules between a verifier's
+exit and its result (``deepgym_result.outcome``), the same for every shape:
+- a ``SystemExit`` (``sys.exit``, ``raise SystemExit``, and ``os._exit`` called in the runner's
+  main thread) ends any shape as it ends a script; its status is Python's (None 0, an int
+  itself, anything else 1);
+- any status other than 0 or 1 is the verifier's own error: exit 2, no verdict, before or after
+  the answer came into play, whatever it printed (its printed ``details`` are kept);
+- exit 0 or 1 needs a result (what ``verify`` returned, or the last JSON line printed), else no
+  verdict; the exit code then decides ``passed``: a pass needs exit 0 *and* a result that
+  passed, so exit 0 with ``"passed": false`` stays failed (its score kept); exit 1 never keeps
+  full marks: a score of 1 becomes 0 and ``details`` says the exit code contradicted the
+  result, while a partial score below 1 is kept;
+- a result that cannot be read (no number for a score, a circular reference, malformed cases or
+  components) is the verifier's failure (no verdict, whenever it happened); what travels back
+  is bounded (see ``deepgym_result``), the verdict never changed by it.
 
 It runs the same whether started by exec or forked by the provider's warm fork server
 (``deepgym_forkserver.py``). With ``clean_marker`` in its config it creates that file once every
@@ -21,42 +35,44 @@ Example (what the host sends on stdin):
     {"token": "9f...", "verifier": "verifier.py", "solution": "solution.py", "timeout": 60, ...}
 """
 
-import io
 import json
 import math
 import os
 import signal
 import sys
+import threading
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MAX_CAPTURE = 8 << 20
+try:  # on the host (shape detection, tests)
+    from deepgym_ray.judge.deepgym_result import (
+        Capture,
+        VerifierFailed,
+        exit_status,
+        normalise,
+        outcome,
+    )
+except ImportError:  # in a sandbox, or forked by the fork server: the judge files side by side
+    if HERE not in sys.path:
+        sys.path.insert(0, HERE)
+    from deepgym_result import (  # noqa: I001 - the same names as above
+        Capture,
+        VerifierFailed,
+        exit_status,
+        normalise,
+        outcome,
+    )
+
+__all__ = ["VerifierFailed", "detect_shape", "main", "normalise", "run_verifier"]
 
 
 class _Deadline(BaseException):
     """The run's time limit; a BaseException so a verifier's ``except Exception`` cannot eat it."""
 
 
-class _BoundedText(io.TextIOBase):
-    """An in-memory stdout for the verifier that keeps the first and last few MB."""
-
-    def __init__(self):
-        self.head, self.tail, self.size = [], "", 0
-
-    def writable(self):
-        return True
-
-    def write(self, text):
-        text = str(text)
-        if self.size < MAX_CAPTURE:
-            self.head.append(text[: MAX_CAPTURE - self.size])
-        self.size += len(text)
-        self.tail = (self.tail + text)[-MAX_CAPTURE:]
-        return len(text)
-
-    def value(self):
-        head = "".join(self.head)
-        return head if self.size <= MAX_CAPTURE else self.tail
+class _OsExit(SystemExit):
+    """``os._exit`` called by the verifier in the runner's main thread: ended like
+    ``sys.exit`` instead, so the runner still reports (and kills the solution's processes)."""
 
 
 def _set_limits(limits):
@@ -104,67 +120,6 @@ def _has_top_level_return(nodes):
 def _as_function(source):
     body = "\n".join("    " + line for line in source.splitlines()) or "    pass"
     return "def verify(solution_path, test_cases_path=None):\n" + body + "\n"
-
-
-def _last_json(text):
-    """The last line of ``text`` that is a JSON result (object, number or bool)."""
-    for line in reversed(text.strip().splitlines()):
-        line = line.strip()
-        if not line:
-            continue
-        try:
-            value = json.loads(line)
-        except ValueError:
-            continue
-        if isinstance(value, (dict, int, float, bool)):
-            return value
-    return None
-
-
-class VerifierFailed(Exception):
-    """The verifier did not produce a usable result (no verdict unless the solution was in play)."""
-
-
-def normalise(value):
-    """Turn a verifier's float, bool or dict into the result fields."""
-    if isinstance(value, bool):
-        return {"score": 1.0 if value else 0.0, "passed": value}
-    if isinstance(value, (int, float)):
-        score = float(value)
-        return {"score": score, "passed": score >= 1.0 - 1e-9}
-    if not isinstance(value, dict):
-        raise VerifierFailed(f"the verifier returned {type(value).__name__}, "
-                             "expected a float, a bool or a dict")
-    out = {}
-    if "score" in value:
-        score = value["score"]
-        if isinstance(score, bool) or not isinstance(score, (int, float)):
-            raise VerifierFailed(f"the verifier's score is {type(score).__name__}, not a number")
-        out["score"] = float(score)
-    elif isinstance(value.get("passed"), bool):
-        out["score"] = 1.0 if value["passed"] else 0.0
-    else:
-        raise VerifierFailed("the verifier's result has no 'score'")
-    passed = value.get("passed")
-    out["passed"] = bool(passed) if passed is not None else out["score"] >= 1.0 - 1e-9
-    if value.get("details") is not None:
-        details = value["details"]
-        out["details"] = details if isinstance(details, str) else json.dumps(details, default=repr)
-    components = value.get("reward_components")
-    if isinstance(components, dict):
-        out["reward_components"] = {str(k): v for k, v in components.items()}
-    cases = value.get("cases")
-    if isinstance(cases, list):
-        out["cases"] = []
-        for i, case in enumerate(cases):
-            if not isinstance(case, dict):
-                continue
-            case = dict(case)
-            case.setdefault("id", f"test_{i}")
-            case["passed"] = bool(case.get("passed", False))
-            case.setdefault("score", 1.0 if case["passed"] else 0.0)
-            out["cases"].append(case)
-    return out
 
 
 def _install_in_play_hooks(solution_path, spawn):
@@ -241,28 +196,64 @@ def _install_import_guard(solution_path, load_solution):
 
 
 def run_verifier(source, shape, verifier_path, solution_path, tests_path, capture):
-    """Run the verifier; returns (raw result, script exit code)."""
-    if shape == "script":
-        sys.argv = [verifier_path, solution_path] + ([tests_path] if tests_path else [])
-        namespace = {"__name__": "__main__", "__file__": verifier_path,
-                     "__builtins__": __builtins__}
-        code_value = 0
-        try:
+    """Run the verifier; returns (its result or None, its exit status, its exit message:
+    None when it did not exit, else what ``SystemExit`` carried beyond a status, or "").
+
+    A script's result is the last JSON line it printed; a module's or a body's is what
+    ``verify`` returned. A ``SystemExit`` (or ``os._exit``, see :func:`_trap_os_exit`) ends
+    any shape as it ends a script: its exit status, and the last JSON line it printed.
+    """
+    try:
+        if shape == "script":
+            sys.argv = [verifier_path, solution_path] + ([tests_path] if tests_path else [])
+            namespace = {"__name__": "__main__", "__file__": verifier_path,
+                         "__builtins__": __builtins__}
             exec(compile(source, verifier_path, "exec"), namespace)
-        except SystemExit as exc:
-            code_value = exc.code
-        code = code_value if isinstance(code_value, int) else (0 if code_value is None else 1)
-        result = _last_json(capture.value())
-        if code not in (0, 1):
-            return result, code
-        if result is None:
-            raise VerifierFailed("the verifier printed no JSON result")
-        return result, code
-    if shape == "body":
-        source = _as_function(source)
-    namespace = {"__name__": "verifier", "__file__": verifier_path, "__builtins__": __builtins__}
-    exec(compile(source, verifier_path, "exec"), namespace)
-    return namespace["verify"](solution_path, tests_path), 0
+            return capture.printed_result(), 0, None
+        if shape == "body":
+            source = _as_function(source)
+        namespace = {"__name__": "verifier", "__file__": verifier_path,
+                     "__builtins__": __builtins__}
+        exec(compile(source, verifier_path, "exec"), namespace)
+        return namespace["verify"](solution_path, tests_path), 0, None
+    except SystemExit as exc:
+        if getattr(exc, "_deepgym_origin", None):  # raised by the solution: its failure
+            raise
+        status = exit_status(exc.code)
+        message = "" if exc.code is None or isinstance(exc.code, int) else str(exc.code)[:500]
+        try:
+            printed = capture.printed_result()
+        except VerifierFailed:
+            printed = None
+        return printed, status, message
+
+
+def _trap_os_exit():
+    """Make ``os._exit`` in the runner's main thread a :class:`_OsExit`; returns the real one.
+
+    Elsewhere (another thread, a child the verifier forked) it is the real ``os._exit``: the
+    host reads a runner that exited 2 without a result as the verifier's exit 2.
+    """
+    real_exit, runner_pid, main_thread = os._exit, os.getpid(), threading.main_thread()
+
+    def _exit(code):
+        if os.getpid() == runner_pid and threading.current_thread() is main_thread:
+            raise _OsExit(code)
+        real_exit(code)
+
+    os._exit = _exit
+    return real_exit
+
+
+def _read_verifier(path):
+    """The verifier's source: UTF-8, a leading byte order mark dropped."""
+    with open(path, "rb") as f:
+        data = f.read()
+    try:
+        return data.decode("utf-8").removeprefix("\ufeff")
+    except UnicodeDecodeError as exc:
+        raise VerifierFailed(f"{os.path.basename(path)} is not UTF-8 text: byte "
+                             f"0x{data[exc.start]:02x} at offset {exc.start}") from None
 
 
 def main():
@@ -276,8 +267,14 @@ def main():
     started = time.monotonic()
 
     def emit(payload):
-        data = (token + " " + json.dumps(payload, default=repr) + "\n").encode()
-        view = memoryview(data)
+        try:
+            text = json.dumps(payload, default=repr)
+        except (ValueError, TypeError, RecursionError) as exc:  # never a lost result
+            text = json.dumps({"kind": "verifier_failed", "exit_code": 2, "final": True,
+                               "error_type": "verifier_error", "score": 0.0, "passed": False,
+                               "in_play": state["in_play"],
+                               "details": f"the result cannot be encoded: {exc}"})
+        view = memoryview((token + " " + text + "\n").encode("utf-8", "surrogatepass"))
         while view:
             view = view[os.write(real_out, view):]
 
@@ -306,7 +303,7 @@ def main():
 
     if config.get("launch") and config.get("prewarm", True):
         try:
-            with open(verifier_path, encoding="utf-8") as f:
+            with open(verifier_path, encoding="utf-8", errors="replace") as f:
                 text = f.read()
             # score_cases (deepgym_cases) calls load_solution for the verifier.
             if any(word in text for word in ("load_solution", "score_cases",
@@ -315,30 +312,25 @@ def main():
         except OSError:
             pass  # reported below when the verifier is read for real
     timings = {"ready": time.monotonic() - started, "cpu_ready": time.process_time()}
+    real_exit = _trap_os_exit()
     signal.signal(signal.SIGALRM, on_deadline)
     signal.setitimer(signal.ITIMER_REAL, max(0.05, float(config.get("timeout", 60))))
-    capture = _BoundedText()
+    capture = Capture()
     sys.stdout = capture
     result = {}
     try:
-        with open(verifier_path, encoding="utf-8") as f:
-            source = f.read()
+        source = _read_verifier(verifier_path)
         shape = config.get("shape") or detect_shape(source)
         result["shape"] = shape
-        raw, code = run_verifier(source, shape, verifier_path, solution_path, tests_path,
-                                 capture)
+        raw, status, message = run_verifier(source, shape, verifier_path, solution_path,
+                                            tests_path, capture)
         signal.setitimer(signal.ITIMER_REAL, 0)
-        if code not in (0, 1):
-            details = raw.get("details") if isinstance(raw, dict) else None
-            result.update(kind="reported_error", exit_code=2, error_type="verifier_error",
-                          details=details or f"the verifier exited with code {code}")
-        else:
-            result.update(normalise(raw))
-            result.update(kind="verdict")
+        printed = shape == "script" or message is not None
+        result.update(outcome(raw, status, message, capture, printed))
     except VerifierFailed as exc:  # the verifier's own fault, whenever it happened
         signal.setitimer(signal.ITIMER_REAL, 0)
         result = {"kind": "verifier_failed", "exit_code": 2, "error_type": "verifier_error",
-                  "score": 0.0, "passed": False, "details": str(exc)}
+                  "score": 0.0, "passed": False, "details": str(exc), **_shape(result)}
     except BaseException as exc:  # noqa: B036 - every failure must become a result
         signal.setitimer(signal.ITIMER_REAL, 0)
         result = _failure(exc, state["in_play"], result.get("shape"))
@@ -358,7 +350,11 @@ def main():
     result["in_play"] = state["in_play"]
     result["final"] = True
     emit(result)
-    os._exit(int(result["exit_code"]))
+    real_exit(int(result["exit_code"]))
+
+
+def _shape(result):
+    return {"shape": result["shape"]} if "shape" in result else {}
 
 
 def _mark_clean(name):

@@ -37,13 +37,30 @@ def verifier_shape(source: str) -> str | None:
         return None
 
 
+def _text_bytes(text: str, name: str) -> bytes:
+    """An environment file as UTF-8; a string that is not text (a lone surrogate) is the
+    environment's fault, named here."""
+    try:
+        return text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise ValueError(f"{name} is not valid text: it holds a lone surrogate "
+                         f"U+{ord(text[exc.start]):04X} at position {exc.start}") from None
+
+
 def sandbox_files(env: Environment, code: str) -> dict[str, bytes]:
-    """Every file one run needs: the judge, the verifier, the solution, tests, support files."""
+    """Every file one run needs: the judge, the verifier, the solution, tests, support files.
+
+    Raises ValueError naming an environment file that cannot be written as UTF-8. The answer
+    is the model's: a lone surrogate in it (possible in JSONL) is written as the bytes it
+    stands for, which are not UTF-8, so the solution fails to load and is judged like any
+    other answer that does not run.
+    """
     files = sandbox_judge_files()
     for name, content in env.support_files.items():
-        files[name] = content.encode("utf-8")
-    files["verifier.py"] = env.verifier_source().encode("utf-8")
-    files["solution.py"] = code.encode("utf-8")
+        files[name] = _text_bytes(content, f"support file {name!r}")
+    where = env.verifier_path or "verifier.py"
+    files["verifier.py"] = _text_bytes(env.verifier_source(), f"the verifier ({where})")
+    files["solution.py"] = code.encode("utf-8", "surrogatepass")
     if env.test_cases is not None:
         files["test_cases.json"] = json.dumps(env.test_cases).encode("utf-8")
     return files
@@ -53,12 +70,18 @@ def judge(provider: SandboxProvider, env: Environment, code: str) -> RunResult:
     """Score ``code`` against ``env`` in a fresh sandbox of ``provider``.
 
     Returns a result (with or without a verdict, see the reward contract); raises
-    SandboxError, TimeoutError or VerifierError when nothing was judged.
+    SandboxError, TimeoutError or VerifierError when nothing was judged (VerifierError too
+    when the environment's files cannot be read or written, naming the file).
     """
     started = time.monotonic()
+    try:
+        files = sandbox_files(env, code)
+        shape = verifier_shape(env.verifier_source())
+    except ValueError as exc:
+        raise VerifierError(f"environment {env.name!r}: {exc}") from None
     sandbox = provider.create(env)
     try:
-        provider.put_files(sandbox, sandbox_files(env, code))
+        provider.put_files(sandbox, files)
         token = secrets.token_hex(16)
         config: dict[str, Any] = {
             "token": token,
@@ -67,7 +90,7 @@ def judge(provider: SandboxProvider, env: Environment, code: str) -> RunResult:
             "test_cases": "test_cases.json" if env.test_cases is not None else None,
             "timeout": env.timeout,
             "case_timeout": env.case_timeout,
-            "shape": verifier_shape(env.verifier_source()),
+            "shape": shape,
         }
         launch = getattr(provider, "solution_launch", None)
         if launch is not None:
@@ -120,6 +143,14 @@ def interpret(outcome: CommandResult, token: str, sandbox_id: str | None = None)
         raise TimeoutError("the run's time limit ran out before the solution was in play",
                            sandbox_id=sandbox_id)
     what = f"the judge runner exited with code {outcome.exit_code} without a result"
+    if outcome.exit_code == contract.EXIT_VERIFIER_ERROR:
+        # Only code in the runner's own process exits it with 2 (a solution process cannot
+        # reach it): the verifier ended it with os._exit(2) where the runner could not catch
+        # it (another thread). The verifier's exit 2 is its own error, in play or not.
+        return RunResult(score=0.0, passed=False, exit_code=contract.EXIT_VERIFIER_ERROR,
+                         error_type=contract.VERIFIER_ERROR,
+                         details=f"the verifier exited with code 2 (the runner could not "
+                                 f"report); {stderr}")
     if in_play:
         return RunResult(score=0.0, passed=False, exit_code=1,
                          error_type=contract.POLICY_SANDBOX_FAILURE,
@@ -129,10 +160,19 @@ def interpret(outcome: CommandResult, token: str, sandbox_id: str | None = None)
     raise SandboxError(f"{what}: {stderr}", sandbox_id=sandbox_id)
 
 
+def _as_text(details: Any) -> str | None:
+    """Details as printable text: a lone surrogate (a solution's string the verifier quoted)
+    becomes '?', so writing the result to a console or a file never fails on it."""
+    if details is None:
+        return None
+    text = details if isinstance(details, str) else json.dumps(details, default=repr)
+    return text.encode("utf-8", "replace").decode("utf-8")
+
+
 def _from_final(final: dict[str, Any], outcome: CommandResult,
                 sandbox_id: str | None) -> RunResult:
     kind = final.get("kind")
-    details = final.get("details")
+    details = _as_text(final.get("details"))
     if kind == "verifier_failed":
         raise VerifierError(f"the verifier could not judge: {details}", sandbox_id=sandbox_id,
                             in_play=bool(final.get("in_play")))
