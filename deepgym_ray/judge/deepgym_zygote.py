@@ -11,13 +11,16 @@ interpreter.
 
 A runner connects to the listening socket (a path only the host's root can reach; it does not
 exist in this mount namespace) and sends one SEQPACKET message: the marshalled request
-``{"config", "cwd", "env"}`` with the process's stdin, stdout and stderr as SCM_RIGHTS. The
-zygote forks a child and answers ``started`` with the child's pidfd, then ``exit <code>`` once
-it has reaped it. The child starts a session, takes the three fds as 0-2 and closes every other
-one (the listening socket included), takes fresh network and IPC namespaces (no channel to
-other runs' processes through abstract sockets or SysV IPC), lowers its limits and drops to the
-run's uid (which clears every capability; bwrap already set no_new_privs), enters its run's
-directory and runs the worker. When the host's end of the lifeline closes the zygote takes no
+``{"config", "cwd", "env"}`` with the process's stdin, stdout and stderr as SCM_RIGHTS, and
+optionally a fourth fd, a "go" pipe. The zygote forks a child and answers ``started`` with the
+child's pidfd, then ``exit <code>`` once it has reaped it. With a go pipe the child first waits
+for one byte on it: the runner puts it in its run's cgroups meanwhile, so nothing of the
+solution runs (or forks) outside them. The child starts a session, takes the three fds as 0-2
+and closes every other one (the listening socket included), takes fresh network and IPC
+namespaces (no channel to other runs' processes through abstract sockets or SysV IPC), lowers
+its limits and drops to the run's uid (which clears every capability; bwrap already set
+no_new_privs), enters its run's directory and runs the worker. The zygote's /proc shows a
+process only its own uid's processes, so runs cannot see one another. When the host's end of the lifeline closes the zygote takes no
 more requests, and exits once its children have (the runners kill theirs at the end of their runs).
 
 Example (what the host runs):
@@ -35,6 +38,7 @@ import sys
 import traceback  # noqa: F401 - the worker imports it on errors: do it once, here
 
 MAX_REQUEST = 1 << 16
+MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_REMOUNT = 2, 4, 8, 32
 CLONE_NEWIPC, CLONE_NEWNET = 0x08000000, 0x40000000
 SIOCGIFFLAGS, SIOCSIFFLAGS, IFF_UP = 0x8913, 0x8914, 0x1
 _LIBC = ctypes.CDLL(None, use_errno=True)
@@ -49,6 +53,13 @@ def _own_namespaces():
         request = struct.pack("16sH14x", b"lo", 0)
         flags = struct.unpack("16sH14x", fcntl.ioctl(sock, SIOCGIFFLAGS, request))[1]
         fcntl.ioctl(sock, SIOCSIFFLAGS, struct.pack("16sH14x", b"lo", flags | IFF_UP))
+
+
+def _hide_other_processes():
+    """Remount this namespace's /proc so a process sees only its own uid's processes: runs
+    (each its own uid) cannot see one another, nor the zygote."""
+    _LIBC.mount(b"proc", b"/proc", b"proc", MS_REMOUNT | MS_NOSUID | MS_NODEV | MS_NOEXEC,
+                b"hidepid=invisible")  # best effort: an older kernel keeps the full view
 
 
 def _probe():
@@ -66,6 +77,11 @@ def _probe():
 def _child(worker, request, fds):
     """In the forked child: become the solution process (never returns)."""
     try:
+        if len(fds) == 4:
+            if os.read(fds[3], 1) != b"g":  # the runner could not place it: never run
+                os._exit(123)
+            os.close(fds[3])
+            fds = fds[:3]
         os.setsid()
         for target, fd in enumerate(fds):
             os.dup2(fd, target)
@@ -92,12 +108,12 @@ def _child(worker, request, fds):
 def _handle(worker, conn, children):
     conn.settimeout(5)  # a stuck runner must not stall the others
     try:
-        data, fds, _flags, _addr = socket.recv_fds(conn, MAX_REQUEST, 3)
+        data, fds, _flags, _addr = socket.recv_fds(conn, MAX_REQUEST, 4)
     except OSError:
         conn.close()
         return None
     try:
-        request = marshal.loads(data) if len(fds) == 3 else None
+        request = marshal.loads(data) if len(fds) in (3, 4) else None
     except (ValueError, EOFError, TypeError):
         request = None
     if not isinstance(request, dict):
@@ -138,7 +154,8 @@ def main():
     sys.modules["deepgym_worker"] = worker
     del sys.argv[1:]
     if not _probe():
-        os._exit(3)  # the host sees it gone; runners start their processes with bwrap
+        os._exit(3)
+    _hide_other_processes()  # the host sees it gone; runners start their processes with bwrap
     children = {}
     poller = select.poll()
     for item in (listener, lifeline):
