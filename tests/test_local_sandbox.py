@@ -105,5 +105,5 @@ def test_directories_of_dead_processes_are_swept(monkeypatch, tmp_path):
     for path in (stale, live):
         path.mkdir()
         (path / "f").write_text("x")
-    LocalProvider()
+    LocalProvider().close()
     assert not stale.exists() and live.exists()

@@ -20,8 +20,9 @@ and closes every other one (the listening socket included), takes fresh network 
 namespaces (no channel to other runs' processes through abstract sockets or SysV IPC), lowers
 its limits and drops to the run's uid (which clears every capability; bwrap already set
 no_new_privs), enters its run's directory and runs the worker. The zygote's /proc shows a
-process only its own uid's processes, so runs cannot see one another. When the host's end of the lifeline closes the zygote takes no
-more requests, and exits once its children have (the runners kill theirs at the end of their runs).
+process only its own uid's processes, so runs cannot see one another. When the host's end of
+the lifeline closes the zygote takes no more requests, and exits once its children have (the
+provider kills a run's processes at the end of the run).
 
 Example (what the host runs):
     bwrap ... -- python3 -I -S -c "$(cat deepgym_zygote.py)" 3 4 "$(cat deepgym_worker.py)"

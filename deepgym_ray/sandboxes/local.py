@@ -37,6 +37,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import weakref
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
@@ -54,7 +55,13 @@ from deepgym_ray.sandboxes.isolation import (
     kill_uid,
     world_reachable,
 )
-from deepgym_ray.sandboxes.workarea import discard, make_shared, mount_tmpfs, sweep_stale_dirs
+from deepgym_ray.sandboxes.workarea import (
+    discard,
+    discard_if_empty,
+    make_shared,
+    mount_tmpfs,
+    sweep_stale_dirs,
+)
 from deepgym_ray.sandboxes.zygote import SolutionZygote
 
 logger = logging.getLogger(__name__)
@@ -138,6 +145,8 @@ class LocalProvider(SandboxProvider):
             os.chmod(self._solutions_root, 0o711)
             try:  # each run's tmpfs, mounted later, must show in the zygote's namespace too
                 make_shared(self._solutions_root)
+                # A mount outlives this process: release it even if close() is never called.
+                weakref.finalize(self, discard_if_empty, self._solutions_root)
             except OSError as exc:
                 self._tmpfs = False
                 logger.debug("no shared mount for the zygote: %s", exc)
@@ -365,8 +374,7 @@ class LocalProvider(SandboxProvider):
             self.fork_server.close()
         if self.zygote is not None:
             self.zygote.close()
-            if not any(Path(self._solutions_root).iterdir()):  # no run's directory is left
-                discard(self._solutions_root)
+            discard_if_empty(self._solutions_root)
 
     def destroy(self, sandbox: Sandbox) -> None:
         """Kill every process of the run (verified), then remove its groups and directories;

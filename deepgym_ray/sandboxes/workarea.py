@@ -93,6 +93,16 @@ def discard(path: str | os.PathLike[str]) -> bool:
     return remove_tree(path) and unmounted
 
 
+def discard_if_empty(path: str | os.PathLike[str]) -> None:
+    """:func:`discard` ``path`` when nothing is left in it (no run's directory)."""
+    try:
+        if any(Path(path).iterdir()):
+            return
+    except OSError:
+        return  # already gone
+    discard(path)
+
+
 _SWEPT = False
 
 
