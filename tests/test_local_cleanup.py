@@ -15,6 +15,7 @@ from local_helpers import RecordingProvider, attack_env, leftovers, own_cgroups
 
 from deepgym_ray.client import DeepGym
 from deepgym_ray.sandboxes import workarea
+from deepgym_ray.sandboxes.cgroups import RunCgroups
 from deepgym_ray.sandboxes.isolation import kill_uid
 from deepgym_ray.sandboxes.removal import remove_tree
 
@@ -55,9 +56,12 @@ def provider():
     box.close()
 
 
-@pytest.mark.parametrize("zygote", [True, False], ids=["zygote", "bwrap"])
-def test_a_reforking_survivor_is_gone_when_the_result_returns(zygote):
+@pytest.mark.parametrize("zygote, cgroups", [(True, True), (False, True), (True, False)],
+                         ids=["zygote", "bwrap", "zygote-without-cgroups"])
+def test_a_reforking_survivor_is_gone_when_the_result_returns(zygote, cgroups):
     provider = RecordingProvider(solution_zygote=zygote)
+    if not cgroups:  # the fallback: found by uid, killed as that uid (kill -1, race-free)
+        provider.cgroups = RunCgroups({}, {"all": "turned off by the test"})
     mark = "DGSURVIVOR" + uuid.uuid4().hex[:12]
     try:
         for _ in range(4):  # a sweep of /proc misses it only some of the time: try it a few
@@ -154,3 +158,51 @@ def test_remove_tree_never_follows_links_and_needs_no_recursion(tmp_path):
     assert not tree.exists() and (target / "keep").read_text() == "x"
     assert remove_tree(tmp_path / "missing") is True
     assert remove_tree(tmp_path / "target" / "keep") is True and target.exists()
+
+
+SCORER = '''
+import sys
+from deepgym_ray.client import DeepGym
+from deepgym_ray.models import Environment
+sys.path.insert(0, {tests!r})
+from local_helpers import attack_env
+DeepGym(mode="local", backend="threads").run(attack_env(timeout=120, case_timeout=100),
+                                             {code!r})
+'''
+
+HANGING_SURVIVOR = SURVIVOR.replace("time.sleep(0.5)", "time.sleep(100)")
+
+
+def test_nothing_outlives_a_scoring_process_killed_mid_run(monkeypatch):
+    """A killed Ray actor has no chance to tear down: its runs' processes must die with it,
+    and what it leaves (cgroups, directories, mounts) goes at the next provider's start."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    mark = "DGORPHAN" + uuid.uuid4().hex[:12]
+    code = HANGING_SURVIVOR.replace("{mark}", mark)
+    tests = str(Path(__file__).parent)
+    scorer = subprocess.Popen([sys.executable, "-c", SCORER.format(tests=tests, code=code)])
+    try:
+        deadline = time.monotonic() + 60
+        while not processes_with(mark):  # the event: the survivor is up
+            assert scorer.poll() is None and time.monotonic() < deadline
+            time.sleep(0.05)
+    finally:
+        scorer.send_signal(signal.SIGKILL)
+        scorer.wait()
+    deadline = time.monotonic() + 20
+    while processes_with(mark) and time.monotonic() < deadline:
+        time.sleep(0.05)  # the kernel tears the zygote's PID namespace down
+    survivors = processes_with(mark)
+    for pid in survivors:
+        os.kill(pid, signal.SIGKILL)
+    assert survivors == []
+    monkeypatch.setattr(workarea, "_SWEPT", False)
+    RecordingProvider().close()  # its start-up sweep takes what the dead scorer left
+    tag = f"-{scorer.pid}-"
+    assert not [p for p in Path("/tmp").glob("deepgym-*") if tag in p.name]
+    assert not [m for m in workarea.mounts_under("/tmp") if tag in m]
+    assert not [g for g in Path("/sys/fs/cgroup").glob(f"*/**/deepgym{tag}*")]

@@ -21,8 +21,8 @@ namespaces (no channel to other runs' processes through abstract sockets or SysV
 its limits and drops to the run's uid (which clears every capability; bwrap already set
 no_new_privs), enters its run's directory and runs the worker. The zygote's /proc shows a
 process only its own uid's processes, so runs cannot see one another. When the host's end of
-the lifeline closes the zygote takes no more requests, and exits once its children have (the
-provider kills a run's processes at the end of the run).
+the lifeline closes (``close()``, or the host died) the zygote exits at once, and with it its
+PID namespace and every process still in it: nothing outlives the process that scored it.
 
 Example (what the host runs):
     bwrap ... -- python3 -I -S -c "$(cat deepgym_zygote.py)" 3 4 "$(cat deepgym_worker.py)"
@@ -155,23 +155,21 @@ def main():
     sys.modules["deepgym_worker"] = worker
     del sys.argv[1:]
     if not _probe():
-        os._exit(3)
-    _hide_other_processes()  # the host sees it gone; runners start their processes with bwrap
+        os._exit(3)  # the host sees it gone; runners start their processes with bwrap
+    _hide_other_processes()
     children = {}
     poller = select.poll()
     for item in (listener, lifeline):
         poller.register(item, select.POLLIN)
-    serving = True
-    while serving or children:
+    while True:
         for fd, _event in poller.poll():
-            if fd == lifeline.fileno() and serving:
-                # The host closed its end (or died): take no more requests, and exit once
-                # the runs in flight are done with their processes.
-                serving = False
-                for item in (listener, lifeline):
-                    poller.unregister(item)
-                    item.close()
-            elif serving and fd == listener.fileno():
+            if fd == lifeline.fileno():
+                # The host closed its end (or died): exit now. bwrap's init follows, and the
+                # kernel kills every process left in this PID namespace, so nothing a run
+                # started outlives the process that scored it (a run still in flight sees
+                # the zygote gone and has no verdict).
+                os._exit(0)
+            elif fd == listener.fileno():
                 try:
                     conn, _ = listener.accept()
                 except OSError:
@@ -182,7 +180,6 @@ def main():
             elif fd in children:
                 poller.unregister(fd)
                 _reap(fd, children)
-    os._exit(0)
 
 if __name__ == "__main__":
     main()

@@ -226,3 +226,17 @@ class RunCgroups:
             run = RunCgroup(groups)
             if run.kill_all():
                 run.remove()
+
+
+def missing_guarantees(held: dict[str, bool]) -> list[str]:
+    """What is lost, in words, for each per-run guarantee that does not hold (see
+    ``LocalProvider.limits``)."""
+    words = {
+        "cleanup_by_cgroup": "no freezer cgroup: a run's processes are found by uid",
+        "run_memory": "no memory cgroup: memory is limited per process only",
+        "run_processes": "no pids cgroup: processes are limited per uid only",
+        "cpu_fairness": "no cpu cgroup: a run with many busy processes slows its neighbours",
+        "work_area": "no tmpfs work area: disk space is limited per file only, inodes not at "
+                     "all, and files land on the host's disk",
+    }
+    return [text for name, text in words.items() if not held.get(name, False)]

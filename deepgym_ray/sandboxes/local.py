@@ -5,19 +5,29 @@ the verifier) works there, killed as a whole group at the deadline. The solution
 bubblewrap (``bwrap``) it runs in its own network, PID, IPC, UTS and mount namespaces, seeing only
 the base interpreter, its standard library (no site-packages) and its own directory, with an
 empty environment; when we run as root it also runs as a fresh unprivileged uid (which makes
-``RLIMIT_NPROC`` bite and lets cleanup find every process it started). Resource limits cap its
-memory, CPU time, processes, file sizes and open files. Where bwrap or root is missing it still
-runs, and says once which isolation is missing.
+``RLIMIT_NPROC`` bite), and its directory is a tmpfs of its own (``disk_mb``, ``max_files``:
+its space and inodes, all files together, off the host's disk). Resource limits cap each
+process's memory, CPU time, processes, file sizes and open files; per-run cgroups (see
+``cgroups``) cap all of a run's processes together (memory, tasks) and give every run the same
+CPU share. Where bwrap, root or cgroups are missing it still runs, and says once which isolation
+and which limits are missing.
 
 Speed without less isolation: the judge runner is forked from a warm, trusted fork server
 (``forkserver``; one per provider, reachable only over a private socket pair) instead of starting
 an interpreter per run, falling back to exec when the server is gone. Likewise solution
 processes are forked by a warm solution zygote (``zygote``), itself confined by bwrap, which
 gives each its own network and IPC namespaces and drops it to the run's uid; when the zygote
-is gone they start with bwrap each. Cleanup stays certain: the runner proves its solution
-processes gone (bwrap-started: their PID namespaces' inits have exited; zygote-started: no
-process of the run's uid is left after its sweep) by creating ``CLEAN_MARKER`` in the work
-directory; without that proof ``destroy`` kills by uid.
+is gone they start with bwrap each.
+
+Cleanup is certain, and happens before ``run`` returns: every solution process is in the run's
+freezer cgroup before any solution code runs, and no fork, ``setsid`` or PID namespace takes it
+out; the provider freezes the group, kills every member, and checks the kernel's list of
+members is empty (else the run raises SandboxError: no verdict on an unproven cleanup). Without
+cgroups the runner proves its solution processes gone (bwrap-started: their PID namespaces'
+inits have exited; zygote-started: a ``kill -1`` as the run's uid, then a search of /proc finds
+none) by creating ``CLEAN_MARKER`` in the work directory; without that proof ``destroy`` kills
+by uid the same way. Directories are then removed by ``removal.remove_tree``, which no tree
+shape (depth, links, modes) can break.
 
 Example:
     >>> provider = LocalProvider()                                   # doctest: +SKIP
@@ -47,7 +57,7 @@ from deepgym_ray.judge import RUNNER
 from deepgym_ray.judge.deepgym_proc import Drain, wait_exit
 from deepgym_ray.models import Environment
 from deepgym_ray.sandboxes.base import CommandResult, Sandbox, SandboxProvider
-from deepgym_ray.sandboxes.cgroups import RunCgroup, RunCgroups
+from deepgym_ray.sandboxes.cgroups import RunCgroup, RunCgroups, missing_guarantees
 from deepgym_ray.sandboxes.forkserver import RunnerForkServer
 from deepgym_ray.sandboxes.isolation import (
     bwrap_prefix,
@@ -127,7 +137,7 @@ class LocalProvider(SandboxProvider):
         self.verifier_memory_mb, self.output_limit = verifier_memory_mb, output_limit_mb * MB
         self.disk_mb, self.max_files = disk_mb, max_files
         self.as_root = os.geteuid() == 0
-        self.cgroups = RunCgroups.probe() if self.as_root else RunCgroups({}, {})
+        self.cgroups = RunCgroups.probe() if self.as_root else RunCgroups({}, {"all": "not root"})
         self.cgroups.sweep_stale()
         self._tmpfs = self.as_root  # until a mount fails
         self.bwrap = None if isolation == "none" else bwrap_prefix(self.solution_python,
@@ -174,20 +184,8 @@ class LocalProvider(SandboxProvider):
 
     def _report_limits(self) -> None:
         """Say once which of a run's aggregate limits hold here, and which do not."""
-        held, lost = self.limits, []
+        lost = missing_guarantees(self.limits)
         why = "; ".join(f"{c}: {r}" for c, r in self.cgroups.missing.items())
-        if not held["cleanup_by_cgroup"]:
-            lost.append("no freezer cgroup: a run's processes are found by uid (a process "
-                        "re-forking in a new session may escape a sweep)")
-        if not held["run_memory"]:
-            lost.append("no memory cgroup: memory is limited per process only")
-        if not held["run_processes"]:
-            lost.append("no pids cgroup: processes are limited per uid only")
-        if not held["cpu_fairness"]:
-            lost.append("no cpu cgroup: a run with many busy processes slows its neighbours")
-        if not held["work_area"]:
-            lost.append("no tmpfs work area: disk space is limited per file only, inodes not at "
-                        "all, and files land on the host's disk")
         if lost:
             _warn_once("local sandbox limits are weaker here: " + "; ".join(lost)
                        + (f" ({why})" if why else ""))
