@@ -71,6 +71,7 @@ def probe():
     return {"cap": s["CapEff"][0], "prm": s["CapPrm"][0], "nnp": s["NoNewPrivs"][0],
             "uid": s["Uid"], "gid": s["Gid"], "groups": s.get("Groups", []),
             "parent": _parent_cmdline(), "fds": sorted(os.listdir("/proc/self/fd")),
+            "ppid": s["PPid"][0], "pidns": os.readlink("/proc/self/ns/pid"),
             "ns": [os.readlink("/proc/self/ns/" + n) for n in ("net", "ipc")],
             "loopback": _loopback()}
 
@@ -93,7 +94,13 @@ def _loopback():  # the loopback works, as in bwrap's network namespace
     assert report["nnp"] == "1"
     assert len(set(report["uid"])) == 1 and int(report["uid"][0]) >= 1 << 20
     assert report["gid"] == report["uid"] and report["groups"] == []
-    assert "solution zygote" in report["parent"]  # it was forked by the zygote, not bwrap
+    # It was forked by the zygote, not bwrap: the zygote is its parent, in the zygote's PID
+    # namespace (it sees the pid, but not the process: /proc hides other uids' processes).
+    inner = {Path(f"/proc/{pid}/status").read_text().split("NSpid:")[1].split("\n")[0].split()[-1]
+             for pid in zygotes}
+    assert report["ppid"] in inner
+    assert report["pidns"] in {os.readlink(f"/proc/{pid}/ns/pid") for pid in zygotes}
+    assert "FileNotFoundError" in report["parent"]  # cannot see its parent (another uid)
 
 
 def test_runs_cannot_reach_each_others_directories(provider):
@@ -180,19 +187,25 @@ def _descendants(pid: int) -> list[int]:
 
 
 def test_a_dead_zygote_falls_back_to_bwrap_and_restarts(provider):
-    probe = STATUS + "def probe():\n    return _parent_cmdline()\n"
-    assert "solution zygote" in judge(provider, probe)
+    # Who started it tells by its PID namespace: the zygote's own, or a fresh one of bwrap's
+    # (its parent's command line is hidden: /proc shows it no process of another uid).
+    probe = "import os\ndef probe():\n    return os.readlink('/proc/self/ns/pid')\n"
+    judge(provider, probe)  # the zygote is up
     first = provider.zygote.pid
+    zygote_ns = {os.readlink(f"/proc/{pid}/ns/pid") for pid in _descendants(first)}
+    assert judge(provider, probe) in zygote_ns
     for pid in _descendants(first) + [first]:
         try:
             os.kill(pid, signal.SIGKILL)
         except ProcessLookupError:
             pass
     provider.zygote.socket_path = lambda: None  # as if it could not be restarted
-    assert "solution zygote" not in judge(provider, probe)  # bwrap started it instead
+    assert judge(provider, probe) not in zygote_ns  # bwrap started it instead
     del provider.zygote.socket_path
-    assert "solution zygote" in judge(provider, probe)
+    restarted = judge(provider, probe)  # a new zygote started it
     assert provider.zygote.pid not in (None, first)
+    assert restarted in {os.readlink(f"/proc/{pid}/ns/pid")
+                         for pid in _descendants(provider.zygote.pid)}
 
 
 def test_nothing_of_the_runs_uid_survives_a_fork_bomb_and_background_process(provider):

@@ -96,14 +96,14 @@ def test_make_provider_modes(monkeypatch, caplog):
 
 
 def test_directories_of_dead_processes_are_swept(monkeypatch, tmp_path):
-    from deepgym_ray.sandboxes import local
+    from deepgym_ray.sandboxes import workarea
 
-    monkeypatch.setattr(local.tempfile, "gettempdir", lambda: str(tmp_path))
-    monkeypatch.setattr(local, "_SWEPT", False)
+    monkeypatch.setattr(workarea.tempfile, "gettempdir", lambda: str(tmp_path))
+    monkeypatch.setattr(workarea, "_SWEPT", False)
     stale = tmp_path / "deepgym-run-999999999-abc"  # no such pid: its owner is gone
     live = tmp_path / f"deepgym-sol-{__import__('os').getpid()}-abc"
     for path in (stale, live):
         path.mkdir()
         (path / "f").write_text("x")
-    LocalProvider()
+    LocalProvider().close()
     assert not stale.exists() and live.exists()

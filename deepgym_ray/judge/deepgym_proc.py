@@ -71,10 +71,24 @@ class Drain(threading.Thread):
         return self.data.decode("utf-8", "replace")
 
 
+def _kill_as(uid):
+    """``kill(-1, SIGKILL)`` run as ``uid``: one pass over every process of that uid that no
+    fork can race (a process with a fatal signal pending cannot complete a fork)."""
+    try:
+        subprocess.run(["kill", "-s", "KILL", "--", "-1"], user=uid, group=uid, extra_groups=[],
+                       stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                       stderr=subprocess.DEVNULL, timeout=10, cwd="/",
+                       env={"PATH": "/usr/bin:/bin"})
+    except (OSError, subprocess.SubprocessError):
+        pass  # the search of /proc below still kills what it finds
+
+
 def kill_uid(uid):
-    """Kill every process owned by ``uid`` (used where no PID namespace holds them); True
-    when none is left."""
-    for _ in range(50):
+    """Kill every process owned by ``uid`` (used where no cgroup holds them); True when a
+    search of /proc, after a kill that forks cannot race, finds none left."""
+    for attempt in range(50):
+        if os.getuid() == 0 and attempt % 10 == 0:
+            _kill_as(uid)
         found = False
         for entry in os.listdir("/proc"):
             if not entry.isdigit():

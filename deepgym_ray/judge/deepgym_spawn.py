@@ -13,6 +13,11 @@ run's uid, which proves it only when no process of that uid is left. :func:`shut
 whether every kill was proven (the runner then tells the provider, which can skip its sweep by
 uid).
 
+Where the provider gives the run cgroups (``launch["cgroups"]``, their ``cgroup.procs`` files),
+every solution process is in them before any solution code runs (a zygote child waits for it;
+a bwrap or plain one joins them between fork and exec), and the provider, not the runner,
+kills the run's processes by them: an empty group is the proof, so the runner skips its sweep.
+
 Example (what the runner does):
     configure(launch={"kind": "plain", ...}, solution_dir="/tmp/sol", case_timeout=5.0)
     proc = spawn({"mode": "module"}, solution_dir(), None, (subprocess.PIPE,) * 3)
@@ -31,7 +36,7 @@ import time
 
 from deepgym_proc import kill_uid, parent_of, wait_exit
 from deepgym_wire import SolutionError, tag
-from deepgym_zyproc import zygote_spawn
+from deepgym_zyproc import join_cgroups, zygote_spawn
 
 # The run's settings (set by the runner through configure(); the defaults let a verifier run
 # by hand) and what this process learnt during the run.
@@ -113,7 +118,7 @@ def spawn(config, cwd, extra_env, pipes):
             if STATE.get("closed"):
                 raise tag(SolutionError("the run is over: no new solution process"), "error")
             STATE["sweep_uid"] = True  # even a failed request may have left a child behind
-        proc = zygote_spawn(launch["zygote"], config, cwd, env)
+        proc = zygote_spawn(launch["zygote"], config, cwd, env, launch.get("cgroups"))
         if proc is not None:
             with _LOCK:
                 if STATE.get("closed"):  # shutdown_all ran meanwhile: its sweep may have missed it
@@ -141,6 +146,7 @@ def spawn(config, cwd, extra_env, pipes):
                 command, stdin=pipes[0], stdout=pipes[1], stderr=pipes[2], cwd=popen_cwd,
                 env=popen_env, close_fds=True, start_new_session=True,
                 pass_fds=() if info_w is None else (info_w,),
+                preexec_fn=_joiner(launch.get("cgroups")),
             )
         except BaseException:
             if info_r is not None:
@@ -152,6 +158,18 @@ def spawn(config, cwd, extra_env, pipes):
         proc._dg_info, proc._dg_init = info_r, None
         _LIVE.add(proc)
     return proc
+
+
+def _joiner(cgroups):
+    """A function that puts the calling (just forked) process in ``cgroups``; None if none."""
+    if not cgroups:
+        return None
+    files = list(cgroups)
+
+    def join():
+        join_cgroups(os.getpid(), files)  # an OSError fails the start: never run outside
+
+    return join
 
 
 def _default_python():
@@ -233,7 +251,7 @@ def _kill_once(proc):
         pass
     clean = True
     uid = launch.get("uid")
-    if uid is not None and not bwrap and os.getuid() == 0:
+    if uid is not None and not bwrap and os.getuid() == 0 and not launch.get("cgroups"):
         clean = kill_uid(uid)
     if not wait_exit(proc, 5):
         clean = False
@@ -264,6 +282,8 @@ def shutdown_all():
     for proc in procs:
         kill(proc)
     uid = STATE["launch"].get("uid")
+    if STATE["launch"].get("cgroups"):
+        return False  # the provider kills by the run's cgroups, and proves it there
     if STATE.get("sweep_uid") and uid is not None:
         # Zygote children: proven gone only by finding no process of the run's uid left (no
         # new one can appear: the run is closed, and only the zygote starts them).

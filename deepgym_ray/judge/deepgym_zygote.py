@@ -11,14 +11,18 @@ interpreter.
 
 A runner connects to the listening socket (a path only the host's root can reach; it does not
 exist in this mount namespace) and sends one SEQPACKET message: the marshalled request
-``{"config", "cwd", "env"}`` with the process's stdin, stdout and stderr as SCM_RIGHTS. The
-zygote forks a child and answers ``started`` with the child's pidfd, then ``exit <code>`` once
-it has reaped it. The child starts a session, takes the three fds as 0-2 and closes every other
-one (the listening socket included), takes fresh network and IPC namespaces (no channel to
-other runs' processes through abstract sockets or SysV IPC), lowers its limits and drops to the
-run's uid (which clears every capability; bwrap already set no_new_privs), enters its run's
-directory and runs the worker. When the host's end of the lifeline closes the zygote takes no
-more requests, and exits once its children have (the runners kill theirs at the end of their runs).
+``{"config", "cwd", "env"}`` with the process's stdin, stdout and stderr as SCM_RIGHTS, and
+optionally a fourth fd, a "go" pipe. The zygote forks a child and answers ``started`` with the
+child's pidfd, then ``exit <code>`` once it has reaped it. With a go pipe the child first waits
+for one byte on it: the runner puts it in its run's cgroups meanwhile, so nothing of the
+solution runs (or forks) outside them. The child starts a session, takes the three fds as 0-2
+and closes every other one (the listening socket included), takes fresh network and IPC
+namespaces (no channel to other runs' processes through abstract sockets or SysV IPC), lowers
+its limits and drops to the run's uid (which clears every capability; bwrap already set
+no_new_privs), enters its run's directory and runs the worker. The zygote's /proc shows a
+process only its own uid's processes, so runs cannot see one another. When the host's end of
+the lifeline closes (``close()``, or the host died) the zygote exits at once, and with it its
+PID namespace and every process still in it: nothing outlives the process that scored it.
 
 Example (what the host runs):
     bwrap ... -- python3 -I -S -c "$(cat deepgym_zygote.py)" 3 4 "$(cat deepgym_worker.py)"
@@ -35,6 +39,7 @@ import sys
 import traceback  # noqa: F401 - the worker imports it on errors: do it once, here
 
 MAX_REQUEST = 1 << 16
+MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_REMOUNT = 2, 4, 8, 32
 CLONE_NEWIPC, CLONE_NEWNET = 0x08000000, 0x40000000
 SIOCGIFFLAGS, SIOCSIFFLAGS, IFF_UP = 0x8913, 0x8914, 0x1
 _LIBC = ctypes.CDLL(None, use_errno=True)
@@ -49,6 +54,13 @@ def _own_namespaces():
         request = struct.pack("16sH14x", b"lo", 0)
         flags = struct.unpack("16sH14x", fcntl.ioctl(sock, SIOCGIFFLAGS, request))[1]
         fcntl.ioctl(sock, SIOCSIFFLAGS, struct.pack("16sH14x", b"lo", flags | IFF_UP))
+
+
+def _hide_other_processes():
+    """Remount this namespace's /proc so a process sees only its own uid's processes: runs
+    (each its own uid) cannot see one another, nor the zygote."""
+    _LIBC.mount(b"proc", b"/proc", b"proc", MS_REMOUNT | MS_NOSUID | MS_NODEV | MS_NOEXEC,
+                b"hidepid=invisible")  # best effort: an older kernel keeps the full view
 
 
 def _probe():
@@ -66,6 +78,11 @@ def _probe():
 def _child(worker, request, fds):
     """In the forked child: become the solution process (never returns)."""
     try:
+        if len(fds) == 4:
+            if os.read(fds[3], 1) != b"g":  # the runner could not place it: never run
+                os._exit(123)
+            os.close(fds[3])
+            fds = fds[:3]
         os.setsid()
         for target, fd in enumerate(fds):
             os.dup2(fd, target)
@@ -92,12 +109,12 @@ def _child(worker, request, fds):
 def _handle(worker, conn, children):
     conn.settimeout(5)  # a stuck runner must not stall the others
     try:
-        data, fds, _flags, _addr = socket.recv_fds(conn, MAX_REQUEST, 3)
+        data, fds, _flags, _addr = socket.recv_fds(conn, MAX_REQUEST, 4)
     except OSError:
         conn.close()
         return None
     try:
-        request = marshal.loads(data) if len(fds) == 3 else None
+        request = marshal.loads(data) if len(fds) in (3, 4) else None
     except (ValueError, EOFError, TypeError):
         request = None
     if not isinstance(request, dict):
@@ -139,21 +156,20 @@ def main():
     del sys.argv[1:]
     if not _probe():
         os._exit(3)  # the host sees it gone; runners start their processes with bwrap
+    _hide_other_processes()
     children = {}
     poller = select.poll()
     for item in (listener, lifeline):
         poller.register(item, select.POLLIN)
-    serving = True
-    while serving or children:
+    while True:
         for fd, _event in poller.poll():
-            if fd == lifeline.fileno() and serving:
-                # The host closed its end (or died): take no more requests, and exit once
-                # the runs in flight are done with their processes.
-                serving = False
-                for item in (listener, lifeline):
-                    poller.unregister(item)
-                    item.close()
-            elif serving and fd == listener.fileno():
+            if fd == lifeline.fileno():
+                # The host closed its end (or died): exit now. bwrap's init follows, and the
+                # kernel kills every process left in this PID namespace, so nothing a run
+                # started outlives the process that scored it (a run still in flight sees
+                # the zygote gone and has no verdict).
+                os._exit(0)
+            elif fd == listener.fileno():
                 try:
                     conn, _ = listener.accept()
                 except OSError:
@@ -164,7 +180,6 @@ def main():
             elif fd in children:
                 poller.unregister(fd)
                 _reap(fd, children)
-    os._exit(0)
 
 if __name__ == "__main__":
     main()

@@ -115,12 +115,26 @@ class ZygoteChild:
             self.conn = None
 
 
-def zygote_spawn(path, config, cwd, env):
-    """Ask the zygote at ``path`` for a solution process; None when it cannot give one."""
+def join_cgroups(pid, cgroups):
+    """Put ``pid`` in each group whose ``cgroup.procs`` file is listed (raises OSError)."""
+    for procs in cgroups or ():
+        fd = os.open(procs, os.O_WRONLY | os.O_CLOEXEC)
+        try:
+            os.write(fd, str(pid).encode())
+        finally:
+            os.close(fd)
+
+
+def zygote_spawn(path, config, cwd, env, cgroups=None):
+    """Ask the zygote at ``path`` for a solution process; None when it cannot give one. With
+    ``cgroups`` (their ``cgroup.procs`` files) the child waits until it is in them."""
     request = marshal.dumps({"config": config, "cwd": cwd, "env": env})
     pipes = [os.pipe(), os.pipe(), os.pipe()]  # stdin, stdout, stderr: (read, write) each
     theirs = [pipes[0][0], pipes[1][1], pipes[2][1]]
     ours = [pipes[0][1], pipes[1][0], pipes[2][0]]
+    go = os.pipe() if cgroups else None
+    if go is not None:
+        theirs.append(go[0])
     conn = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
     pidfd = None
     try:
@@ -135,13 +149,18 @@ def zygote_spawn(path, config, cwd, env):
             raise OSError("the zygote did not start the process")
         pid = _host_pid(pidfd)
         conn.settimeout(None)
+        if go is not None:
+            if pid is None:
+                raise OSError("the zygote's child is gone")
+            join_cgroups(pid, cgroups)  # it waits on the go pipe meanwhile
+            os.write(go[1], b"g")
     except OSError:
         conn.close()
         if pidfd is not None:
-            os.close(pidfd)
-        for fd in theirs + ours:
+            os.close(pidfd)  # a child still waiting exits when its go pipe closes
+        for fd in theirs + ours + ([go[1]] if go else []):
             os.close(fd)
         return None
-    for fd in theirs:
+    for fd in theirs + ([go[1]] if go else []):
         os.close(fd)
     return ZygoteChild(conn, pidfd, pid, *ours)

@@ -5,19 +5,29 @@ the verifier) works there, killed as a whole group at the deadline. The solution
 bubblewrap (``bwrap``) it runs in its own network, PID, IPC, UTS and mount namespaces, seeing only
 the base interpreter, its standard library (no site-packages) and its own directory, with an
 empty environment; when we run as root it also runs as a fresh unprivileged uid (which makes
-``RLIMIT_NPROC`` bite and lets cleanup find every process it started). Resource limits cap its
-memory, CPU time, processes, file sizes and open files. Where bwrap or root is missing it still
-runs, and says once which isolation is missing.
+``RLIMIT_NPROC`` bite), and its directory is a tmpfs of its own (``disk_mb``, ``max_files``:
+its space and inodes, all files together, off the host's disk). Resource limits cap each
+process's memory, CPU time, processes, file sizes and open files; per-run cgroups (see
+``cgroups``) cap all of a run's processes together (memory, tasks) and give every run the same
+CPU share. Where bwrap, root or cgroups are missing it still runs, and says once which isolation
+and which limits are missing.
 
 Speed without less isolation: the judge runner is forked from a warm, trusted fork server
 (``forkserver``; one per provider, reachable only over a private socket pair) instead of starting
 an interpreter per run, falling back to exec when the server is gone. Likewise solution
 processes are forked by a warm solution zygote (``zygote``), itself confined by bwrap, which
 gives each its own network and IPC namespaces and drops it to the run's uid; when the zygote
-is gone they start with bwrap each. Cleanup stays certain: the runner proves its solution
-processes gone (bwrap-started: their PID namespaces' inits have exited; zygote-started: no
-process of the run's uid is left after its sweep) by creating ``CLEAN_MARKER`` in the work
-directory; without that proof ``destroy`` kills by uid.
+is gone they start with bwrap each.
+
+Cleanup is certain, and happens before ``run`` returns: every solution process is in the run's
+freezer cgroup before any solution code runs, and no fork, ``setsid`` or PID namespace takes it
+out; the provider freezes the group, kills every member, and checks the kernel's list of
+members is empty (else the run raises SandboxError: no verdict on an unproven cleanup). Without
+cgroups the runner proves its solution processes gone (bwrap-started: their PID namespaces'
+inits have exited; zygote-started: a ``kill -1`` as the run's uid, then a search of /proc finds
+none) by creating ``CLEAN_MARKER`` in the work directory; without that proof ``destroy`` kills
+by uid the same way. Directories are then removed by ``removal.remove_tree``, which no tree
+shape (depth, links, modes) can break.
 
 Example:
     >>> provider = LocalProvider()                                   # doctest: +SKIP
@@ -32,12 +42,12 @@ from __future__ import annotations
 import logging
 import os
 import secrets
-import shutil
 import signal
 import subprocess
 import sys
 import tempfile
 import time
+import weakref
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
@@ -47,12 +57,20 @@ from deepgym_ray.judge import RUNNER
 from deepgym_ray.judge.deepgym_proc import Drain, wait_exit
 from deepgym_ray.models import Environment
 from deepgym_ray.sandboxes.base import CommandResult, Sandbox, SandboxProvider
+from deepgym_ray.sandboxes.cgroups import RunCgroup, RunCgroups, missing_guarantees
 from deepgym_ray.sandboxes.forkserver import RunnerForkServer
 from deepgym_ray.sandboxes.isolation import (
     bwrap_prefix,
     count_own_processes,
     kill_uid,
     world_reachable,
+)
+from deepgym_ray.sandboxes.workarea import (
+    discard,
+    discard_if_empty,
+    make_shared,
+    mount_tmpfs,
+    sweep_stale_dirs,
 )
 from deepgym_ray.sandboxes.zygote import SolutionZygote
 
@@ -79,6 +97,7 @@ class _Box:
     timeout: float
     procs: list[subprocess.Popen]
     zygote: subprocess.Popen | None = None  # the zygote serving this run, if any
+    cgroup: RunCgroup | None = None  # the run's cgroups, where the machine gives them
 
 
 def _base_python() -> str:
@@ -86,29 +105,14 @@ def _base_python() -> str:
     return os.path.realpath(base)
 
 
-_SWEPT = False
-
-
-def _sweep_stale_dirs() -> None:
-    """Remove sandbox directories left by processes that died mid-run (a killed Ray actor has
-    no chance to tear down); their names carry the creating process's pid."""
-    global _SWEPT
-    if _SWEPT:
-        return
-    _SWEPT = True
-    root = Path(tempfile.gettempdir())
-    for path in root.glob("deepgym-[rs][uo][nl]-*-*"):
-        pid = path.name.split("-")[2]
-        if not pid.isdigit() or Path(f"/proc/{pid}").exists():
-            continue
-        shutil.rmtree(path, ignore_errors=True)
-
-
 class LocalProvider(SandboxProvider):
     """Runs each sandbox as local processes (see the module docstring for the isolation).
 
     ``memory_mb``, ``max_processes``, ``max_file_mb`` and ``max_open_files`` limit each solution
-    process; ``verifier_memory_mb`` limits the runner. ``isolation='none'`` skips bubblewrap.
+    process; as root, ``memory_mb`` and ``max_processes`` also bound all of a run's solution
+    processes together (cgroups), and ``disk_mb`` and ``max_files`` bound the space and inodes
+    of its work area (a tmpfs). ``verifier_memory_mb`` limits the runner. ``isolation='none'``
+    skips bubblewrap.
     ``fork_server=True`` starts judge runners by forking a warm runner process (see
     ``forkserver``) instead of starting an interpreter per run; other commands always exec.
     ``solution_zygote`` (on by default where bwrap and root are there) forks solution processes
@@ -122,7 +126,8 @@ class LocalProvider(SandboxProvider):
                  max_file_mb: int = 64, max_open_files: int = 256,
                  verifier_memory_mb: int = 4096, isolation: str = "auto",
                  python: str | None = None, output_limit_mb: int = 32,
-                 fork_server: bool = True, solution_zygote: bool | None = None) -> None:
+                 fork_server: bool = True, solution_zygote: bool | None = None,
+                 disk_mb: int = 256, max_files: int = 20000) -> None:
         if isolation not in ("auto", "bwrap", "none"):
             raise ValueError(f"isolation must be 'auto', 'bwrap' or 'none', got {isolation!r}")
         self.python = python or sys.executable
@@ -130,7 +135,11 @@ class LocalProvider(SandboxProvider):
         self.memory_mb, self.max_processes = memory_mb, max_processes
         self.max_file_mb, self.max_open_files = max_file_mb, max_open_files
         self.verifier_memory_mb, self.output_limit = verifier_memory_mb, output_limit_mb * MB
+        self.disk_mb, self.max_files = disk_mb, max_files
         self.as_root = os.geteuid() == 0
+        self.cgroups = RunCgroups.probe() if self.as_root else RunCgroups({}, {"all": "not root"})
+        self.cgroups.sweep_stale()
+        self._tmpfs = self.as_root  # until a mount fails
         self.bwrap = None if isolation == "none" else bwrap_prefix(self.solution_python,
                                                                     self.as_root)
         if isolation == "bwrap" and self.bwrap is None:
@@ -144,8 +153,15 @@ class LocalProvider(SandboxProvider):
         if solution_zygote and self.bwrap is not None and self.as_root:
             self._solutions_root = tempfile.mkdtemp(prefix=f"deepgym-sol-{os.getpid()}-z")
             os.chmod(self._solutions_root, 0o711)
+            try:  # each run's tmpfs, mounted later, must show in the zygote's namespace too
+                make_shared(self._solutions_root)
+                # A mount outlives this process: release it even if close() is never called.
+                weakref.finalize(self, discard_if_empty, self._solutions_root)
+            except OSError as exc:
+                self._tmpfs = False
+                logger.debug("no shared mount for the zygote: %s", exc)
             self.zygote = SolutionZygote(self.bwrap, self.solution_python, self._solutions_root)
-        _sweep_stale_dirs()
+        sweep_stale_dirs()
         self._report_isolation()
 
     def _report_isolation(self) -> None:
@@ -164,6 +180,28 @@ class LocalProvider(SandboxProvider):
                            "the run")
         if missing:
             _warn_once("local sandbox isolation is weaker here: " + "; ".join(missing))
+        self._report_limits()
+
+    def _report_limits(self) -> None:
+        """Say once which of a run's aggregate limits hold here, and which do not."""
+        lost = missing_guarantees(self.limits)
+        why = "; ".join(f"{c}: {r}" for c, r in self.cgroups.missing.items())
+        if lost:
+            _warn_once("local sandbox limits are weaker here: " + "; ".join(lost)
+                       + (f" ({why})" if why else ""))
+        else:
+            logger.info("local sandbox: per-run cgroups (freezer, memory %d MB, pids %d, cpu "
+                        "shares) and a %d MB / %d-inode tmpfs work area", self.memory_mb,
+                        self.max_processes, self.disk_mb, self.max_files)
+
+    @property
+    def limits(self) -> dict[str, bool]:
+        """Which per-run guarantees hold on this machine (see ``cgroups`` and ``workarea``)."""
+        return {"cleanup_by_cgroup": self.cgroups.has("freezer"),
+                "run_memory": self.cgroups.has("memory"),
+                "run_processes": self.cgroups.has("pids"),
+                "cpu_fairness": self.cgroups.has("cpu"),
+                "work_area": self._tmpfs}
 
     @property
     def isolation(self) -> dict[str, bool]:
@@ -185,11 +223,30 @@ class LocalProvider(SandboxProvider):
         sol = holder / "work"
         sol.mkdir(mode=0o700)
         uid = None
-        if self.as_root:
-            uid = (1 << 20) + secrets.randbelow(1 << 29)  # far from real users; unique per run
-            os.chown(sol, uid, uid)
         box = _Box(work, sol, uid, env.timeout, [])
+        try:
+            if self.as_root:
+                box.uid = uid = (1 << 20) + secrets.randbelow(1 << 29)  # far from real users
+                os.chown(sol, uid, uid)
+                self._mount_work_area(sol, uid)
+            if self.cgroups.available:
+                box.cgroup = self.cgroups.create(work.name.rsplit("-", 1)[-1],
+                                                 memory_bytes=self.memory_mb * MB,
+                                                 pids=self.max_processes)
+        except OSError as exc:
+            self._discard(box)
+            raise SandboxError(f"cannot make the run's sandbox: {exc}") from exc
         return Sandbox(id=work.name, provider=self.name, handle=box)
+
+    def _mount_work_area(self, sol: Path, uid: int) -> None:
+        if not self._tmpfs:
+            return
+        try:
+            mount_tmpfs(sol, size_mb=self.disk_mb, inodes=self.max_files, uid=uid)
+        except OSError as exc:
+            self._tmpfs = False
+            _warn_once(f"cannot mount the solution's tmpfs work area ({exc}): disk space is "
+                       "limited per file only, inodes not at all")
 
     def put_files(self, sandbox: Sandbox, files: Mapping[str, bytes]) -> None:
         box: _Box = sandbox.handle
@@ -209,6 +266,8 @@ class LocalProvider(SandboxProvider):
                   "cpu": int(box.timeout) + 1}
         launch = {"kind": "plain", "prefix": [], "python": self.solution_python,
                   "uid": box.uid, "limits": limits}
+        if box.cgroup is not None:  # the runner puts every solution process in them first
+            launch["cgroups"] = box.cgroup.procs_files()
         if self.bwrap is not None:
             sol = str(box.solution_dir)
             holder = str(box.solution_dir.parent)  # bwrap would make it 0700: untraversable
@@ -226,6 +285,7 @@ class LocalProvider(SandboxProvider):
     def run(self, sandbox: Sandbox, command: Sequence[str], *, timeout: float,
             stdin: bytes | None = None, env: Mapping[str, str] | None = None) -> CommandResult:
         result = self._run(sandbox, command, timeout=timeout, stdin=stdin, env=env)
+        self._end_processes(sandbox)  # before anyone sees the result
         zygote = sandbox.handle.zygote
         if zygote is not None and zygote.poll() is not None:
             # The zygote only exits when we close it, and its death takes the run's solution
@@ -312,19 +372,35 @@ class LocalProvider(SandboxProvider):
             self.fork_server.close()
         if self.zygote is not None:
             self.zygote.close()
-            try:
-                os.rmdir(self._solutions_root)  # only when no run's directory is left
-            except OSError:
-                pass
+            discard_if_empty(self._solutions_root)
 
     def destroy(self, sandbox: Sandbox) -> None:
+        """Kill every process of the run (verified), then remove its groups and directories;
+        raises SandboxError when that cannot be proven (then nothing was judged)."""
+        box: _Box = sandbox.handle
+        try:
+            self._end_processes(sandbox)
+        finally:
+            self._discard(box)
+
+    def _end_processes(self, sandbox: Sandbox) -> None:
         box: _Box = sandbox.handle
         for proc in box.procs:
             self._kill_group(proc)
-        if box.uid is not None and not (box.work_dir / CLEAN_MARKER).is_file():
-            kill_uid(box.uid)
+        if box.cgroup is not None:
+            if not box.cgroup.kill_all():
+                raise SandboxError("processes of the run survived SIGKILL; the answer was not "
+                                   "judged", sandbox_id=sandbox.id)
+        elif box.uid is not None and not (box.work_dir / CLEAN_MARKER).is_file():
+            if not kill_uid(box.uid):
+                raise SandboxError("processes of the run's uid survived its cleanup; the answer "
+                                   "was not judged", sandbox_id=sandbox.id)
+
+    def _discard(self, box: _Box) -> None:
+        if box.cgroup is not None and box.cgroup.remove():
+            box.cgroup = None
         for path in (box.work_dir, box.solution_dir.parent):
-            shutil.rmtree(path, ignore_errors=True)
+            discard(path)
 
     @staticmethod
     def _kill_group(proc: subprocess.Popen) -> None:

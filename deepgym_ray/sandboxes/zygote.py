@@ -124,8 +124,8 @@ class SolutionZygote:
 
     def _stop_locked(self) -> None:
         if self._lifeline is not None:
-            # The zygote takes no more requests and exits once its children have: runs in
-            # flight keep their solution processes (their runners kill them as usual).
+            # The zygote exits on this, and its PID namespace with it: every solution
+            # process still there dies (a run in flight sees the zygote gone: no verdict).
             self._lifeline.close()
             self._lifeline = None
         if self._proc is not None:
