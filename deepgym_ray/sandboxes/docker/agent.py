@@ -1,0 +1,589 @@
+"""The agent inside every warm container: runs judge runners on request, then cleans up (stdlib).
+
+The host starts it as the container's main process (root, under docker's ``init``) with
+``python3 -I -S -B -c BOOT``; BOOT reads this file's source from stdin and runs it. From then on
+stdin carries the host's requests and stdout the agent's replies, both as frames (see
+:func:`pack`), over the container's attach stream; nothing else in the container can write to
+that stream (every process the agent starts gets its own pipes). When the host goes away its
+stdin ends, the agent exits, and the container stops with everything in it.
+
+Three users: the agent and its solution zygote are root; each judge runner is forked from the
+agent (its judge modules are imported once, like the local runner fork server) and drops to the
+*verifier* uid, keeping only CAP_KILL (so it can kill solution processes it started); solution
+processes are forked by the zygote and drop to the *solution* uid. The verifier's files live in a
+directory only the verifier uid can enter; the judge's own files are root's, readable by the
+verifier uid alone. After every run the agent kills every process of both uids, proves none is
+left, removes every file the run could have written (its work directories, ``/tmp``,
+``/dev/shm``, ``/dev/mqueue``, SysV IPC objects, and on a writable root every file the two uids
+own), checks that the judge files are unchanged, and says whether all that held (``clean``).
+
+Requests: ``setup`` (uids, judge files; answered ``ready``), ``run`` (files, the runner's stdin,
+environment, time limit, or an ``argv`` to exec instead of the runner; answered by an optional
+``in_play`` frame, then ``result``).
+"""
+
+import hashlib
+import json
+import os
+import select
+import signal
+import socket
+import sys
+import time
+
+ROOT = "/deepgym"
+JUDGE = ROOT + "/judge"  # root:verifier 0750: the judge's files
+CTL = ROOT + "/ctl"  # root:verifier 0750: the zygote's socket
+RUN = ROOT + "/run"  # root 0711; RUN/work is the verifier's 0700 work directory
+SOL = ROOT + "/sol"  # root 0711; SOL/work is the solution's, shared with the verifier's group
+WIPE = ("/tmp", "/dev/shm", "/dev/mqueue")
+OUTPUT_LIMIT, ERROR_LIMIT = 32 << 20, 1 << 20
+CAP_KILL, PR_SET_KEEPCAPS = 5, 8
+
+# What BOOT is: read a length-prefixed source from stdin and run it as this module.
+BOOT = ("import os\n"
+        "def r(n):\n"
+        " b=b''\n"
+        " while len(b)<n:\n"
+        "  c=os.read(0,n-len(b))\n"
+        "  if not c: os._exit(0)\n"
+        "  b+=c\n"
+        " return b\n"
+        "g={'__name__':'deepgym_agent'}\n"
+        "exec(compile(r(int.from_bytes(r(8),'big')),'deepgym_agent.py','exec'),g)\n"
+        "g['main']()\n")
+
+
+# --- frames: a JSON header (with the blobs' sizes) and raw blobs --------------------------
+
+def pack(header, blobs=()):
+    """One frame: 4-byte size, JSON header naming the blob sizes, then the blobs."""
+    blobs = [bytes(b) for b in blobs]
+    head = json.dumps(dict(header, blobs=[len(b) for b in blobs])).encode()
+    return len(head).to_bytes(4, "big") + head + b"".join(blobs)
+
+
+def unpack(buffer):
+    """(header, blobs, rest) from the start of ``buffer``; None while it is incomplete."""
+    if len(buffer) < 4:
+        return None
+    size = int.from_bytes(buffer[:4], "big")
+    if len(buffer) < 4 + size:
+        return None
+    header = json.loads(bytes(buffer[4:4 + size]))
+    if not isinstance(header, dict) or not isinstance(header.get("blobs"), list):
+        raise ValueError("malformed frame header")
+    end = 4 + size + sum(header["blobs"])
+    if len(buffer) < end:
+        return None
+    blobs, at = [], 4 + size
+    for length in header["blobs"]:
+        blobs.append(bytes(buffer[at:at + length]))
+        at += length
+    return header, blobs, buffer[end:]
+
+
+def _read_exact(n):
+    data = bytearray()
+    while len(data) < n:
+        chunk = os.read(0, n - len(data))
+        if not chunk:
+            return None
+        data += chunk
+    return bytes(data)
+
+
+def _receive():
+    """The next request from the host; None when the host has gone."""
+    size = _read_exact(4)
+    if size is None:
+        return None
+    head = _read_exact(int.from_bytes(size, "big"))
+    header = json.loads(head) if head is not None else None
+    if header is None:
+        return None
+    blobs = []
+    for length in header.get("blobs", []):
+        blob = _read_exact(length)
+        if blob is None:
+            return None
+        blobs.append(blob)
+    return header, blobs
+
+
+def _send(header, blobs=()):
+    view = memoryview(pack(header, blobs))
+    while view:
+        view = view[os.write(1, view):]
+
+
+# --- users, processes, files ----------------------------------------------------------------
+
+def _oom_adjust(value):
+    try:
+        with open("/proc/self/oom_score_adj", "w") as f:
+            f.write(str(value))
+    except OSError:
+        pass
+
+
+def _drop_to(uid, keep_kill):
+    """Become ``uid`` for good, keeping CAP_KILL when asked (the runner must kill the
+    solution processes it started, which run as another uid)."""
+    import ctypes
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    if keep_kill:
+        libc.prctl(PR_SET_KEEPCAPS, 1, 0, 0, 0)
+    os.setgroups([])
+    os.setresgid(uid, uid, uid)
+    os.setresuid(uid, uid, uid)
+    if keep_kill:
+        class Header(ctypes.Structure):
+            _fields_ = [("version", ctypes.c_uint32), ("pid", ctypes.c_int)]
+
+        class Data(ctypes.Structure):
+            _fields_ = [("effective", ctypes.c_uint32), ("permitted", ctypes.c_uint32),
+                        ("inheritable", ctypes.c_uint32)]
+
+        data = (Data * 2)()
+        data[0].effective = data[0].permitted = 1 << CAP_KILL
+        if libc.capset(ctypes.byref(Header(0x20080522, 0)), data) != 0:
+            os._exit(124)
+        libc.prctl(PR_SET_KEEPCAPS, 0, 0, 0, 0)
+    if os.getuid() == 0 or os.geteuid() == 0:
+        os._exit(123)  # never run anything of a run as root
+
+
+def _uids_of(pid):
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            state, uids = "", ()
+            for line in f:
+                if line.startswith("State:"):
+                    state = line.split()[1]
+                elif line.startswith("Uid:"):
+                    uids = tuple(int(x) for x in line.split()[1:])
+            return state, uids
+    except (OSError, ValueError):
+        return "", ()
+
+
+def _processes_of(uids):
+    """Live (not zombie) processes owned by any of ``uids`` (real, effective or saved)."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            state, owners = _uids_of(entry)
+            if state and state != "Z" and set(owners) & uids:
+                found.append(int(entry))
+    return found
+
+
+def kill_all(uids, wait=5.0):
+    """SIGKILL every process of ``uids`` until none is left; True when none is."""
+    deadline = time.monotonic() + wait
+    while True:
+        pids = _processes_of(uids)
+        if not pids:
+            return True
+        if time.monotonic() > deadline:
+            return False
+        for pid in pids:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
+        time.sleep(0.001)
+
+
+def _remove(path):
+    """Remove ``path`` (never following a symlink); True when it is gone."""
+    try:
+        if os.path.isdir(path) and not os.path.islink(path):
+            for entry in os.scandir(path):
+                _remove(entry.path)
+            os.rmdir(path)
+        else:
+            os.unlink(path)
+    except FileNotFoundError:
+        pass
+    except OSError:
+        return False
+    return True
+
+
+def _empty(directory):
+    ok = True
+    try:
+        names = os.listdir(directory)
+    except OSError:
+        return True
+    for name in names:
+        ok = _remove(os.path.join(directory, name)) and ok
+    return ok and not os.listdir(directory)
+
+
+def _remove_ipc(uids):
+    """Remove every SysV IPC object the run's uids own or created; True when none is left."""
+    import ctypes
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    calls = {"shm": lambda i: libc.shmctl(i, 0, None), "sem": lambda i: libc.semctl(i, 0, 0),
+             "msg": lambda i: libc.msgctl(i, 0, None)}  # IPC_RMID is 0
+    left = False
+    for kind, remove in calls.items():
+        try:
+            with open(f"/proc/sysvipc/{kind}") as f:
+                lines = f.read().splitlines()
+        except OSError:
+            continue
+        names = lines[0].split() if lines else []
+        for line in lines[1:]:
+            row = dict(zip(names, line.split()))
+            owners = {int(row.get(k, -1)) for k in ("uid", "cuid")}
+            if owners & uids:
+                remove(int(row[{"shm": "shmid", "sem": "semid", "msg": "msqid"}[kind]]))
+                left = True
+    if left:  # look again: every one must be gone now
+        return not any(_ipc_owned(kind, uids) for kind in calls)
+    return True
+
+
+def _ipc_owned(kind, uids):
+    try:
+        with open(f"/proc/sysvipc/{kind}") as f:
+            lines = f.read().splitlines()
+    except OSError:
+        return False
+    names = lines[0].split() if lines else []
+    return any({int(dict(zip(names, line.split())).get(k, -1)) for k in ("uid", "cuid")} & uids
+               for line in lines[1:])
+
+
+def _sweep_owned(uids):
+    """On a writable root: remove every file the run's uids own, wherever they put it."""
+    ok = True
+    for top, dirs, files in os.walk("/", topdown=True):
+        dirs[:] = [d for d in dirs if os.path.join(top, d) not in ("/proc", "/sys", "/dev")]
+        for name in dirs + files:
+            path = os.path.join(top, name)
+            try:
+                if os.lstat(path).st_uid in uids:
+                    ok = _remove(path) and ok
+            except OSError:
+                continue
+    return ok
+
+
+# --- the agent ------------------------------------------------------------------------------
+
+class Agent:
+    def __init__(self, setup):
+        self.verifier_uid, self.solution_uid = int(setup["uids"][0]), int(setup["uids"][1])
+        self.uids = {self.verifier_uid, self.solution_uid}
+        self.writable_root = not setup.get("read_only", True)
+        self.zygote_pid = None
+        self.hashes = {}
+
+    def install(self, files):
+        """The judge's files and directories; the judge modules imported once; the zygote."""
+        v = self.verifier_uid
+        os.chmod(ROOT, 0o711)
+        for path, mode in ((JUDGE, 0o750), (CTL, 0o750), (RUN, 0o711), (SOL, 0o711)):
+            os.makedirs(path, exist_ok=True)
+            os.chown(path, 0, v if mode == 0o750 else 0)
+            os.chmod(path, mode)
+        for name, content in files.items():
+            path = os.path.join(JUDGE, name)
+            with open(path, "wb") as f:
+                f.write(content)
+            os.chown(path, 0, v)
+            os.chmod(path, 0o640)
+            self.hashes[path] = hashlib.sha256(content).hexdigest()
+        sys.path[:0] = [JUDGE]
+        for name in ("ast", "importlib.util", "resource", "traceback", "types", "ctypes",
+                     "deepgym_wire", "deepgym_proc", "deepgym_worker", "deepgym_zyproc",
+                     "deepgym_spawn", "deepgym_proxy", "deepgym_solution", "deepgym_cases",
+                     "deepgym_runner"):
+            __import__(name)
+        sys.modules["deepgym_spawn"].worker_program(sys.executable)
+        self.start_zygote()
+
+    def start_zygote(self):
+        listener = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        path = os.path.join(CTL, "zygote.sock")
+        try:
+            os.unlink(path)
+        except FileNotFoundError:
+            pass
+        listener.bind(path)
+        os.chown(path, 0, self.verifier_uid)
+        os.chmod(path, 0o660)
+        listener.listen(16)
+        pid = os.fork()
+        if pid == 0:
+            try:
+                serve_zygote(listener)
+            finally:
+                os._exit(0)
+        listener.close()
+        self.zygote_pid = pid
+
+    def zygote_alive(self):
+        try:
+            done, _ = os.waitpid(self.zygote_pid, os.WNOHANG)
+        except ChildProcessError:
+            return False
+        return done == 0
+
+    def run(self, request, blobs):
+        started = time.monotonic()
+        names = request.get("files", [])
+        work, sol = os.path.join(RUN, "work"), os.path.join(SOL, "work")
+        self.prepare(work, sol, dict(zip(names, blobs[1:])))
+        stdin = blobs[0]
+        token = _token(stdin)
+        pid, fds = self.fork_run(request, work, stdin)
+        out = self.collect(pid, fds, stdin, float(request["timeout"]), token)
+        exit_code, timed_out, stdout, stderr, in_play = out
+        clean = self.cleanup(work, sol)
+        alive = self.zygote_alive()
+        if not alive:  # a new one for the next run; this run is reported as not judged
+            self.start_zygote()
+        _send({"kind": "result", "exit_code": exit_code, "timed_out": timed_out,
+               "duration": time.monotonic() - started, "clean": clean, "in_play": in_play,
+               "zygote_alive": alive}, [stdout, stderr])
+
+    def prepare(self, work, sol, files):
+        v, s = self.verifier_uid, self.solution_uid
+        os.mkdir(work, 0o700)
+        os.chown(work, v, v)
+        for name, content in files.items():
+            path = os.path.join(work, name)
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o640)
+            with os.fdopen(fd, "wb") as f:
+                f.write(content)
+        for top, dirs, names in os.walk(work):
+            for name in dirs + names:
+                os.chown(os.path.join(top, name), v, v)
+        # The solution's directory: the solution owns it, the verifier's group may write in
+        # it (the runner copies a script there for run_solution).
+        os.mkdir(sol, 0o770)
+        os.chown(sol, s, v)
+        os.chmod(sol, 0o770)
+
+    def fork_run(self, request, work, stdin):
+        pipes = [os.pipe(), os.pipe(), os.pipe()]
+        pid = os.fork()
+        if pid == 0:
+            try:
+                os.setsid()
+                _oom_adjust(500)
+                for target, fd in enumerate((pipes[0][0], pipes[1][1], pipes[2][1])):
+                    os.dup2(fd, target)
+                os.closerange(3, 1 << 16)
+                os.chdir(work)
+                os.environ.clear()
+                os.environ.update(request.get("env") or {})
+                _drop_to(self.verifier_uid, keep_kill=True)
+                argv = request.get("argv")
+                if argv:
+                    os.execvp(argv[0], argv)
+                sys.argv = [os.path.join(JUDGE, "deepgym_runner.py")]
+                sys.modules["deepgym_runner"].main()
+            except BaseException:  # noqa: B036 - the child never returns to the agent
+                pass
+            os._exit(125)
+        for fd in (pipes[0][0], pipes[1][1], pipes[2][1]):
+            os.close(fd)
+        return pid, (pipes[0][1], pipes[1][0], pipes[2][0])
+
+    def collect(self, pid, fds, stdin, timeout, token):
+        """Feed the runner, read its output, wait for it (killing it at the deadline)."""
+        w_in, r_out, r_err = fds
+        os.set_blocking(w_in, False)
+        pidfd = os.pidfd_open(pid)
+        out, err = bytearray(), bytearray()
+        pending = memoryview(stdin)
+        if not pending:
+            os.close(w_in)
+            w_in = None
+        marker = (token + ' {"event": "in_play"').encode() if token else None
+        in_play, exited, timed_out = False, False, False
+        deadline = time.monotonic() + timeout
+        readers = {r_out: (out, OUTPUT_LIMIT), r_err: (err, ERROR_LIMIT)}
+        while readers or not exited:
+            writers = [w_in] if pending else []
+            waiting = list(readers) + ([] if exited else [pidfd]) + [0]
+            left = deadline - time.monotonic()
+            if left <= 0 and not exited:
+                timed_out = True
+                _killpg(pid)
+                deadline = time.monotonic() + 5  # for the output to drain
+                left = 5
+            elif left <= 0:
+                break
+            ready, writable, _ = select.select(waiting, writers, [], left)
+            if 0 in ready:  # the host has gone (or broke the protocol): stop everything
+                _killpg(pid)
+                kill_all(self.uids)
+                os._exit(0)
+            if writable:
+                try:
+                    pending = pending[os.write(w_in, pending):]
+                except OSError:
+                    pending = memoryview(b"")
+                if not pending:
+                    os.close(w_in)
+                    w_in = None
+            for fd in ready:
+                if fd in readers:
+                    chunk = os.read(fd, 1 << 16)
+                    buffer, limit = readers[fd]
+                    if not chunk:
+                        os.close(fd)
+                        del readers[fd]
+                        continue
+                    tail = bytes(buffer[-len(marker):]) if marker and fd == r_out else b""
+                    buffer += chunk[:max(0, limit - len(buffer))]
+                    if marker and not in_play and fd == r_out and marker in tail + chunk:
+                        in_play = True
+                        _send({"kind": "in_play", "line": marker.decode() + "}"})
+                elif fd == pidfd:
+                    exited = True
+                    _killpg(pid)  # whatever else its group still runs
+        if w_in is not None:
+            os.close(w_in)
+        for fd in readers:
+            os.close(fd)
+        os.close(pidfd)
+        _, status = os.waitpid(pid, 0)
+        code = None if timed_out else os.waitstatus_to_exitcode(status)
+        return code, timed_out, bytes(out), bytes(err), in_play
+
+    def cleanup(self, work, sol):
+        clean = kill_all(self.uids)
+        clean = _remove(work) and clean
+        clean = _remove(sol) and clean
+        for directory in WIPE:
+            clean = _empty(directory) and clean
+        clean = _remove_ipc(self.uids) and clean
+        if self.writable_root:
+            clean = _sweep_owned(self.uids) and clean
+        clean = not _processes_of(self.uids) and clean
+        clean = self.judge_intact() and clean
+        return clean and not os.path.exists(work) and not os.path.exists(sol)
+
+    def judge_intact(self):
+        for path, digest in self.hashes.items():
+            try:
+                with open(path, "rb") as f:
+                    if hashlib.sha256(f.read()).hexdigest() != digest:
+                        return False
+                st = os.lstat(path)
+            except OSError:
+                return False
+            if st.st_uid != 0 or st.st_mode & 0o7777 != 0o640:
+                return False
+        return True
+
+
+def _token(stdin):
+    try:
+        return str(json.loads(stdin.split(b"\n", 1)[0])["token"])
+    except (ValueError, KeyError, TypeError):
+        return None
+
+
+def _killpg(pid):
+    try:
+        os.killpg(pid, signal.SIGKILL)
+    except OSError:
+        pass
+
+
+# --- the solution zygote (root; its children drop to the solution uid) ----------------------
+
+def serve_zygote(listener):
+    """Fork solution processes for the runner (``deepgym_zyproc``'s protocol): each child runs
+    ``deepgym_zygote._child``, which drops to the request's uid. The container is already the
+    network and IPC boundary, so the children take no namespaces of their own."""
+    import deepgym_zygote
+
+    null = os.open("/dev/null", os.O_RDWR)
+    for fd in (0, 1):  # the host's channel is the agent's alone
+        os.dup2(null, fd)
+    os.close(null)
+    deepgym_zygote._own_namespaces = lambda: None
+    worker = sys.modules["deepgym_worker"]
+    children = {}
+    while True:
+        ready, _, _ = select.select([listener, *children], [], [])
+        for item in ready:
+            if item is listener:
+                _zygote_accept(deepgym_zygote, worker, listener, children)
+            else:
+                pid, conn = children.pop(item)
+                os.close(item)
+                _, status = os.waitpid(pid, 0)
+                try:
+                    conn.sendall(b"exit %d\n" % os.waitstatus_to_exitcode(status))
+                except OSError:
+                    pass
+                conn.close()
+
+
+def _zygote_accept(zygote, worker, listener, children):
+    try:
+        conn, _ = listener.accept()
+    except OSError:
+        return
+    conn.settimeout(5)
+    fds = []
+    try:
+        data, fds, _flags, _addr = socket.recv_fds(conn, 1 << 16, 3)
+        import marshal
+
+        request = marshal.loads(data) if len(fds) == 3 else None
+        if not isinstance(request, dict):
+            raise ValueError("malformed request")
+        pid = os.fork()
+    except (OSError, ValueError, EOFError, TypeError):  # a failed fork too (the pids limit)
+        for fd in fds:
+            os.close(fd)
+        conn.close()
+        return
+    if pid == 0:
+        _oom_adjust(1000)  # under memory pressure the solution goes first
+        zygote._child(worker, request, fds)
+    for fd in fds:
+        os.close(fd)
+    pidfd = os.pidfd_open(pid)
+    children[pidfd] = (pid, conn)
+    try:
+        socket.send_fds(conn, [b"started"], [pidfd])
+    except OSError:
+        pass
+
+
+def main():
+    signal.signal(signal.SIGPIPE, signal.SIG_DFL)
+    request = _receive()
+    if request is None or request[0].get("op") != "setup":
+        os._exit(2)
+    header, blobs = request
+    agent = Agent(header)
+    agent.install(dict(zip(header["files"], blobs)))
+    _send({"kind": "ready", "python": sys.executable, "version": sys.version.split()[0]})
+    while True:
+        request = _receive()
+        if request is None:
+            break
+        if request[0].get("op") == "run":
+            agent.run(*request)
+        else:
+            _send({"kind": "error", "details": f"unknown op {request[0].get('op')!r}"})
+    kill_all(agent.uids)
+    os._exit(0)
