@@ -301,8 +301,8 @@ class DockerProvider(SandboxProvider):
                                f"{timeout + REPLY_GRACE:.0f}s; the answer was not judged",
                                sandbox_id=sandbox.id) from None
         if not reply.get("clean"):
-            logger.warning("container %s could not prove itself clean after a run; "
-                           "replacing it", box.name)
+            logger.warning("container %s could not prove itself clean after a run (%s); "
+                           "replacing it", box.name, "; ".join(reply.get("unclean") or []))
             box.healthy = False
         if not reply.get("zygote_alive", True):
             raise SandboxError("the solution zygote in the container died during the run; "

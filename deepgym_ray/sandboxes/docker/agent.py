@@ -224,15 +224,10 @@ def _empty(directory):
     return ok and not os.listdir(directory)
 
 
-def _remove_ipc(uids):
-    """Remove every SysV IPC object the run's uids own or created; True when none is left."""
-    import ctypes
-
-    libc = ctypes.CDLL(None, use_errno=True)
-    calls = {"shm": lambda i: libc.shmctl(i, 0, None), "sem": lambda i: libc.semctl(i, 0, 0),
-             "msg": lambda i: libc.msgctl(i, 0, None)}  # IPC_RMID is 0
-    left = False
-    for kind, remove in calls.items():
+def _ipc_objects(uids):
+    """(kind, id, owner) of every SysV IPC object owned or created by one of ``uids``."""
+    found = []
+    for kind, id_name in (("shm", "shmid"), ("sem", "semid"), ("msg", "msqid")):
         try:
             with open(f"/proc/sysvipc/{kind}") as f:
                 lines = f.read().splitlines()
@@ -241,24 +236,35 @@ def _remove_ipc(uids):
         names = lines[0].split() if lines else []
         for line in lines[1:]:
             row = dict(zip(names, line.split()))
-            owners = {int(row.get(k, -1)) for k in ("uid", "cuid")}
-            if owners & uids:
-                remove(int(row[{"shm": "shmid", "sem": "semid", "msg": "msqid"}[kind]]))
-                left = True
-    if left:  # look again: every one must be gone now
-        return not any(_ipc_owned(kind, uids) for kind in calls)
-    return True
+            for key in ("uid", "cuid"):
+                if int(row.get(key, -1)) in uids:
+                    found.append((kind, int(row[id_name]), int(row[key])))
+                    break
+    return found
 
 
-def _ipc_owned(kind, uids):
-    try:
-        with open(f"/proc/sysvipc/{kind}") as f:
-            lines = f.read().splitlines()
-    except OSError:
-        return False
-    names = lines[0].split() if lines else []
-    return any({int(dict(zip(names, line.split())).get(k, -1)) for k in ("uid", "cuid")} & uids
-               for line in lines[1:])
+def _remove_ipc(uids):
+    """Remove every SysV IPC object of the run's uids; True when none is left. Removing one
+    takes its owner (or CAP_SYS_ADMIN, which the container does not get): a child becomes
+    each owner in turn."""
+    objects = _ipc_objects(uids)
+    for owner in {o for _, _, o in objects}:
+        pid = os.fork()
+        if pid == 0:
+            try:
+                import ctypes
+
+                libc = ctypes.CDLL(None, use_errno=True)
+                _drop_to(owner, keep_kill=False)
+                for kind, ident, who in objects:  # IPC_RMID is 0
+                    if who == owner:
+                        {"shm": lambda: libc.shmctl(ident, 0, None),
+                         "sem": lambda: libc.semctl(ident, 0, 0),
+                         "msg": lambda: libc.msgctl(ident, 0, None)}[kind]()
+            finally:
+                os._exit(0)
+        os.waitpid(pid, 0)
+    return not _ipc_objects(uids)
 
 
 def _sweep_owned(uids):
@@ -347,12 +353,13 @@ class Agent:
         pid, fds = self.fork_run(request, work, stdin)
         out = self.collect(pid, fds, stdin, float(request["timeout"]), token)
         exit_code, timed_out, stdout, stderr, in_play = out
-        clean = self.cleanup(work, sol)
+        unclean = self.cleanup(work, sol)
         alive = self.zygote_alive()
         if not alive:  # a new one for the next run; this run is reported as not judged
             self.start_zygote()
         _send({"kind": "result", "exit_code": exit_code, "timed_out": timed_out,
-               "duration": time.monotonic() - started, "clean": clean, "in_play": in_play,
+               "duration": time.monotonic() - started, "clean": not unclean,
+               "unclean": unclean, "in_play": in_play,
                "zygote_alive": alive}, [stdout, stderr])
 
     def prepare(self, work, sol, files):
@@ -464,17 +471,25 @@ class Agent:
         return code, timed_out, bytes(out), bytes(err), in_play
 
     def cleanup(self, work, sol):
-        clean = kill_all(self.uids)
-        clean = _remove(work) and clean
-        clean = _remove(sol) and clean
+        """Remove everything the run left; the list of what could not be (empty: clean)."""
+        problems = []
+        if not kill_all(self.uids):
+            problems.append("processes survived SIGKILL")
+        for path in (work, sol):
+            if not _remove(path) or os.path.exists(path):
+                problems.append(f"cannot remove {path}")
         for directory in WIPE:
-            clean = _empty(directory) and clean
-        clean = _remove_ipc(self.uids) and clean
-        if self.writable_root:
-            clean = _sweep_owned(self.uids) and clean
-        clean = not _processes_of(self.uids) and clean
-        clean = self.judge_intact() and clean
-        return clean and not os.path.exists(work) and not os.path.exists(sol)
+            if not _empty(directory):
+                problems.append(f"cannot empty {directory}")
+        if not _remove_ipc(self.uids):
+            problems.append("SysV IPC objects left")
+        if self.writable_root and not _sweep_owned(self.uids):
+            problems.append("files of the run's uids left")
+        if _processes_of(self.uids):
+            problems.append("processes of the run's uids left")
+        if not self.judge_intact():
+            problems.append("the judge's files changed")
+        return problems
 
     def judge_intact(self):
         for path, digest in self.hashes.items():

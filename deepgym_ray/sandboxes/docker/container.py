@@ -35,8 +35,8 @@ LABEL = "deepgym.provider"
 OWNER_LABEL = "deepgym.owner"
 PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 # What the agent needs as root: own files and directories, become the two uids, kill their
-# processes, remove their IPC objects. Nothing else (no raw sockets, no mounts, no ptrace).
-AGENT_CAPS = ["CHOWN", "DAC_OVERRIDE", "FOWNER", "SETUID", "SETGID", "KILL", "IPC_OWNER"]
+# processes. Nothing else (no raw sockets, no mounts, no ptrace, no IPC override).
+AGENT_CAPS = ["CHOWN", "DAC_OVERRIDE", "FOWNER", "SETUID", "SETGID", "KILL"]
 _AGENT_SOURCE = open(agent.__file__, "rb").read()  # noqa: SIM115 - read once at import
 
 
