@@ -48,3 +48,30 @@ def test_the_runs_shared_warm_containers(outcomes):
     """40 runs on 4 slots: containers are reused, not started per run."""
     containers = {r.sandbox_id.split("/")[0] for part in outcomes for r in part.values()}
     assert 1 <= len(containers) <= 8, containers
+
+
+def test_cli_eval_in_docker_mode(tmp_path):
+    """`deepgym-ray eval --mode docker` scores in containers (the image from the environment
+    variable the provider reads, since the CLI has no image flag)."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    from docker_helpers import TEST_IMAGE
+
+    reason = docker_skip_reason()
+    if reason:
+        pytest.skip(reason)
+    out = tmp_path / "results.jsonl"
+    env = dict(os.environ, DEEPGYM_DOCKER_IMAGE=TEST_IMAGE)
+    done = subprocess.run([sys.executable, "-m", "deepgym_ray.cli", "eval", "builtin",
+                           "--reference", "--mode", "docker", "--backend", "threads",
+                           "--limit", "3", "--no-progress", "--out", str(out)],
+                          env=env, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-2000:]
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    assert len(rows) == 3, rows
+    for row in rows:
+        result = row.get("result", row)
+        assert result["score"] == 1.0 and result["sandbox_id"].startswith("deepgym-"), row

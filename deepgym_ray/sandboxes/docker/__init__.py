@@ -95,7 +95,8 @@ def _owner() -> str:
 class DockerProvider(SandboxProvider):
     """Warm containers on a Docker engine (see the module docstring).
 
-    ``image``: the image for environments that name none (any image with ``python3``).
+    ``image``: the image for environments that name none (any image with ``python3``; default
+    ``DEEPGYM_DOCKER_IMAGE`` from the environment, else ``python:3.11-slim``).
     ``memory_mb``, ``pids_limit``, ``cpus``: limits of each container (verifier and solution
     together); ``solution_memory_mb``, ``max_processes``, ``max_file_mb``, ``max_open_files``:
     limits of each solution process. ``read_only``: the container's root file system (set it
@@ -113,7 +114,7 @@ class DockerProvider(SandboxProvider):
                  verifier_memory_mb: int = 1536, read_only: bool = True, tmpfs_mb: int = 256,
                  warm_containers: int = 4, base_url: str | None = None,
                  api_timeout: float = 60.0, start_timeout: float = 60.0) -> None:
-        self.image = image or DEFAULT_IMAGE
+        self.image = image or os.environ.get("DEEPGYM_DOCKER_IMAGE") or DEFAULT_IMAGE
         self.settings = ContainerSettings(memory_mb=memory_mb, pids_limit=pids_limit, cpus=cpus,
                                           read_only=read_only, tmpfs_mb=tmpfs_mb,
                                           start_timeout=start_timeout,
