@@ -290,7 +290,7 @@ def test_the_canary_sees_leftovers_when_there_are_some(outcomes):
 
     verifier = CANARY_VERIFIER.replace("def verify(solution_path, test_cases_path=None):\n",
                                        "def verify(solution_path, test_cases_path=None):\n"
-                                       "    _leave()\n") + f'''
+                                       "    _leave()\n") + '''
 
 def _leave():
     import ctypes, subprocess, sys

@@ -72,12 +72,17 @@ _ZYGOTE = "deepgym_zygote.py"
 
 
 def _judge_files() -> dict[str, bytes]:
+    """What every container gets once: the judge's files, the judge's zygote module, and the
+    agent's own helpers (imported by name inside the container)."""
     from pathlib import Path
 
     import deepgym_ray.judge as judge_package
 
+    here = Path(__file__).parent
     files = sandbox_judge_files()
     files[_ZYGOTE] = (Path(judge_package.__file__).parent / _ZYGOTE).read_bytes()
+    files["deepgym_agent_cleanup.py"] = (here / "cleanup.py").read_bytes()
+    files["deepgym_agent_zygote.py"] = (here / "zygote.py").read_bytes()
     return files
 
 

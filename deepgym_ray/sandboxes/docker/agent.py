@@ -17,6 +17,10 @@ left, removes every file the run could have written (its work directories, ``/tm
 ``/dev/shm``, ``/dev/mqueue``, SysV IPC objects, and on a writable root every file the two uids
 own), checks that the judge files are unchanged, and says whether all that held (``clean``).
 
+Its helpers travel with the judge files: ``cleanup.py`` (becoming a uid, killing, removing) and
+``zygote.py`` (the solution zygote), imported as ``deepgym_agent_cleanup`` and
+``deepgym_agent_zygote`` once ``setup`` has written them.
+
 Requests: ``setup`` (uids, judge files; answered ``ready``), ``run`` (files, the runner's stdin,
 environment, time limit, or an ``argv`` to exec instead of the runner; answered by an optional
 ``in_play`` frame, then ``result``).
@@ -36,9 +40,9 @@ JUDGE = ROOT + "/judge"  # root:verifier 0750: the judge's files
 CTL = ROOT + "/ctl"  # root:verifier 0750: the zygote's socket
 RUN = ROOT + "/run"  # root 0711; RUN/work is the verifier's 0700 work directory
 SOL = ROOT + "/sol"  # root 0711; SOL/work is the solution's, shared with the verifier's group
+cleanup = None  # deepgym_agent_cleanup, imported once install() has written it
 WIPE = ("/tmp", "/dev/shm", "/dev/mqueue")
 OUTPUT_LIMIT, ERROR_LIMIT = 32 << 20, 1 << 20
-CAP_KILL, PR_SET_KEEPCAPS = 5, 8
 
 # What BOOT is: read a length-prefixed source from stdin and run it as this module.
 BOOT = ("import os\n"
@@ -117,171 +121,6 @@ def _send(header, blobs=()):
         view = view[os.write(1, view):]
 
 
-# --- users, processes, files ----------------------------------------------------------------
-
-def _oom_adjust(value):
-    try:
-        with open("/proc/self/oom_score_adj", "w") as f:
-            f.write(str(value))
-    except OSError:
-        pass
-
-
-def _drop_to(uid, keep_kill):
-    """Become ``uid`` for good, keeping CAP_KILL when asked (the runner must kill the
-    solution processes it started, which run as another uid)."""
-    import ctypes
-
-    libc = ctypes.CDLL(None, use_errno=True)
-    if keep_kill:
-        libc.prctl(PR_SET_KEEPCAPS, 1, 0, 0, 0)
-    os.setgroups([])
-    os.setresgid(uid, uid, uid)
-    os.setresuid(uid, uid, uid)
-    if keep_kill:
-        class Header(ctypes.Structure):
-            _fields_ = [("version", ctypes.c_uint32), ("pid", ctypes.c_int)]
-
-        class Data(ctypes.Structure):
-            _fields_ = [("effective", ctypes.c_uint32), ("permitted", ctypes.c_uint32),
-                        ("inheritable", ctypes.c_uint32)]
-
-        data = (Data * 2)()
-        data[0].effective = data[0].permitted = 1 << CAP_KILL
-        if libc.capset(ctypes.byref(Header(0x20080522, 0)), data) != 0:
-            os._exit(124)
-        libc.prctl(PR_SET_KEEPCAPS, 0, 0, 0, 0)
-    if os.getuid() == 0 or os.geteuid() == 0:
-        os._exit(123)  # never run anything of a run as root
-
-
-def _uids_of(pid):
-    try:
-        with open(f"/proc/{pid}/status") as f:
-            state, uids = "", ()
-            for line in f:
-                if line.startswith("State:"):
-                    state = line.split()[1]
-                elif line.startswith("Uid:"):
-                    uids = tuple(int(x) for x in line.split()[1:])
-            return state, uids
-    except (OSError, ValueError):
-        return "", ()
-
-
-def _processes_of(uids):
-    """Live (not zombie) processes owned by any of ``uids`` (real, effective or saved)."""
-    found = []
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            state, owners = _uids_of(entry)
-            if state and state != "Z" and set(owners) & uids:
-                found.append(int(entry))
-    return found
-
-
-def kill_all(uids, wait=5.0):
-    """SIGKILL every process of ``uids`` until none is left; True when none is."""
-    deadline = time.monotonic() + wait
-    while True:
-        pids = _processes_of(uids)
-        if not pids:
-            return True
-        if time.monotonic() > deadline:
-            return False
-        for pid in pids:
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except OSError:
-                pass
-        time.sleep(0.001)
-
-
-def _remove(path):
-    """Remove ``path`` (never following a symlink); True when it is gone."""
-    try:
-        if os.path.isdir(path) and not os.path.islink(path):
-            for entry in os.scandir(path):
-                _remove(entry.path)
-            os.rmdir(path)
-        else:
-            os.unlink(path)
-    except FileNotFoundError:
-        pass
-    except OSError:
-        return False
-    return True
-
-
-def _empty(directory):
-    ok = True
-    try:
-        names = os.listdir(directory)
-    except OSError:
-        return True
-    for name in names:
-        ok = _remove(os.path.join(directory, name)) and ok
-    return ok and not os.listdir(directory)
-
-
-def _ipc_objects(uids):
-    """(kind, id, owner) of every SysV IPC object owned or created by one of ``uids``."""
-    found = []
-    for kind, id_name in (("shm", "shmid"), ("sem", "semid"), ("msg", "msqid")):
-        try:
-            with open(f"/proc/sysvipc/{kind}") as f:
-                lines = f.read().splitlines()
-        except OSError:
-            continue
-        names = lines[0].split() if lines else []
-        for line in lines[1:]:
-            row = dict(zip(names, line.split()))
-            for key in ("uid", "cuid"):
-                if int(row.get(key, -1)) in uids:
-                    found.append((kind, int(row[id_name]), int(row[key])))
-                    break
-    return found
-
-
-def _remove_ipc(uids):
-    """Remove every SysV IPC object of the run's uids; True when none is left. Removing one
-    takes its owner (or CAP_SYS_ADMIN, which the container does not get): a child becomes
-    each owner in turn."""
-    objects = _ipc_objects(uids)
-    for owner in {o for _, _, o in objects}:
-        pid = os.fork()
-        if pid == 0:
-            try:
-                import ctypes
-
-                libc = ctypes.CDLL(None, use_errno=True)
-                _drop_to(owner, keep_kill=False)
-                for kind, ident, who in objects:  # IPC_RMID is 0
-                    if who == owner:
-                        {"shm": lambda: libc.shmctl(ident, 0, None),
-                         "sem": lambda: libc.semctl(ident, 0, 0),
-                         "msg": lambda: libc.msgctl(ident, 0, None)}[kind]()
-            finally:
-                os._exit(0)
-        os.waitpid(pid, 0)
-    return not _ipc_objects(uids)
-
-
-def _sweep_owned(uids):
-    """On a writable root: remove every file the run's uids own, wherever they put it."""
-    ok = True
-    for top, dirs, files in os.walk("/", topdown=True):
-        dirs[:] = [d for d in dirs if os.path.join(top, d) not in ("/proc", "/sys", "/dev")]
-        for name in dirs + files:
-            path = os.path.join(top, name)
-            try:
-                if os.lstat(path).st_uid in uids:
-                    ok = _remove(path) and ok
-            except OSError:
-                continue
-    return ok
-
-
 # --- the agent ------------------------------------------------------------------------------
 
 class Agent:
@@ -308,6 +147,8 @@ class Agent:
             os.chmod(path, 0o640)
             self.hashes[path] = hashlib.sha256(content).hexdigest()
         sys.path[:0] = [JUDGE]
+        global cleanup
+        import deepgym_agent_cleanup as cleanup
         for name in ("ast", "importlib.util", "resource", "traceback", "types", "ctypes",
                      "deepgym_wire", "deepgym_proc", "deepgym_worker", "deepgym_zyproc",
                      "deepgym_spawn", "deepgym_proxy", "deepgym_solution", "deepgym_cases",
@@ -330,7 +171,9 @@ class Agent:
         pid = os.fork()
         if pid == 0:
             try:
-                serve_zygote(listener)
+                import deepgym_agent_zygote
+
+                deepgym_agent_zygote.serve_zygote(listener)
             finally:
                 os._exit(0)
         listener.close()
@@ -347,7 +190,7 @@ class Agent:
         started = time.monotonic()
         names = request.get("files", [])
         work, sol = os.path.join(RUN, "work"), os.path.join(SOL, "work")
-        self.prepare(work, sol, dict(zip(names, blobs[1:])))
+        self.prepare(work, sol, dict(zip(names, blobs[1:], strict=True)))
         stdin = blobs[0]
         token = _token(stdin)
         pid, fds = self.fork_run(request, work, stdin)
@@ -387,14 +230,14 @@ class Agent:
         if pid == 0:
             try:
                 os.setsid()
-                _oom_adjust(500)
+                cleanup.oom_adjust(500)
                 for target, fd in enumerate((pipes[0][0], pipes[1][1], pipes[2][1])):
                     os.dup2(fd, target)
                 os.closerange(3, 1 << 16)
                 os.chdir(work)
                 os.environ.clear()
                 os.environ.update(request.get("env") or {})
-                _drop_to(self.verifier_uid, keep_kill=True)
+                cleanup.drop_to(self.verifier_uid, keep_kill=True)
                 argv = request.get("argv")
                 if argv:
                     os.execvp(argv[0], argv)
@@ -435,7 +278,7 @@ class Agent:
             ready, writable, _ = select.select(waiting, writers, [], left)
             if 0 in ready:  # the host has gone (or broke the protocol): stop everything
                 _killpg(pid)
-                kill_all(self.uids)
+                cleanup.kill_all(self.uids)
                 os._exit(0)
             if writable:
                 try:
@@ -473,19 +316,19 @@ class Agent:
     def cleanup(self, work, sol):
         """Remove everything the run left; the list of what could not be (empty: clean)."""
         problems = []
-        if not kill_all(self.uids):
+        if not cleanup.kill_all(self.uids):
             problems.append("processes survived SIGKILL")
         for path in (work, sol):
-            if not _remove(path) or os.path.exists(path):
+            if not cleanup.remove(path) or os.path.exists(path):
                 problems.append(f"cannot remove {path}")
         for directory in WIPE:
-            if not _empty(directory):
+            if not cleanup.empty(directory):
                 problems.append(f"cannot empty {directory}")
-        if not _remove_ipc(self.uids):
+        if not cleanup.remove_ipc(self.uids):
             problems.append("SysV IPC objects left")
-        if self.writable_root and not _sweep_owned(self.uids):
+        if self.writable_root and not cleanup.sweep_owned(self.uids):
             problems.append("files of the run's uids left")
-        if _processes_of(self.uids):
+        if cleanup.processes_of(self.uids):
             problems.append("processes of the run's uids left")
         if not self.judge_intact():
             problems.append("the judge's files changed")
@@ -519,70 +362,6 @@ def _killpg(pid):
         pass
 
 
-# --- the solution zygote (root; its children drop to the solution uid) ----------------------
-
-def serve_zygote(listener):
-    """Fork solution processes for the runner (``deepgym_zyproc``'s protocol): each child runs
-    ``deepgym_zygote._child``, which drops to the request's uid. The container is already the
-    network and IPC boundary, so the children take no namespaces of their own."""
-    import deepgym_zygote
-
-    null = os.open("/dev/null", os.O_RDWR)
-    for fd in (0, 1):  # the host's channel is the agent's alone
-        os.dup2(null, fd)
-    os.close(null)
-    deepgym_zygote._own_namespaces = lambda: None
-    worker = sys.modules["deepgym_worker"]
-    children = {}
-    while True:
-        ready, _, _ = select.select([listener, *children], [], [])
-        for item in ready:
-            if item is listener:
-                _zygote_accept(deepgym_zygote, worker, listener, children)
-            else:
-                pid, conn = children.pop(item)
-                os.close(item)
-                _, status = os.waitpid(pid, 0)
-                try:
-                    conn.sendall(b"exit %d\n" % os.waitstatus_to_exitcode(status))
-                except OSError:
-                    pass
-                conn.close()
-
-
-def _zygote_accept(zygote, worker, listener, children):
-    try:
-        conn, _ = listener.accept()
-    except OSError:
-        return
-    conn.settimeout(5)
-    fds = []
-    try:
-        data, fds, _flags, _addr = socket.recv_fds(conn, 1 << 16, 3)
-        import marshal
-
-        request = marshal.loads(data) if len(fds) == 3 else None
-        if not isinstance(request, dict):
-            raise ValueError("malformed request")
-        pid = os.fork()
-    except (OSError, ValueError, EOFError, TypeError):  # a failed fork too (the pids limit)
-        for fd in fds:
-            os.close(fd)
-        conn.close()
-        return
-    if pid == 0:
-        _oom_adjust(1000)  # under memory pressure the solution goes first
-        zygote._child(worker, request, fds)
-    for fd in fds:
-        os.close(fd)
-    pidfd = os.pidfd_open(pid)
-    children[pidfd] = (pid, conn)
-    try:
-        socket.send_fds(conn, [b"started"], [pidfd])
-    except OSError:
-        pass
-
-
 def main():
     signal.signal(signal.SIGPIPE, signal.SIG_DFL)
     request = _receive()
@@ -590,7 +369,7 @@ def main():
         os._exit(2)
     header, blobs = request
     agent = Agent(header)
-    agent.install(dict(zip(header["files"], blobs)))
+    agent.install(dict(zip(header["files"], blobs, strict=True)))
     _send({"kind": "ready", "python": sys.executable, "version": sys.version.split()[0]})
     while True:
         request = _receive()
@@ -600,5 +379,5 @@ def main():
             agent.run(*request)
         else:
             _send({"kind": "error", "details": f"unknown op {request[0].get('op')!r}"})
-    kill_all(agent.uids)
+    cleanup.kill_all(agent.uids)
     os._exit(0)
