@@ -308,3 +308,23 @@ def _leave():
     assert result.has_verdict and result.score == 0.0, result
     for seen in ("marked process", f"/tmp holds ['{MARK}']", "SysV shm"):
         assert seen in result.details, result.details
+
+
+def test_the_containers_memory_limit_kills_the_solution_not_the_container(outcomes):
+    """No per-process limit, a small container: the kernel's OOM killer picks the solution
+    (the agent makes it the first choice), the run is a judged 0, and the same container
+    then passes the canary."""
+    from docker_helpers import make_docker_client as make
+
+    bomb = "chunks = []\nwhile True:\n    chunks.append(b'x' * (1 << 24))\n"
+    client = make(backend="threads", warm_containers=1, memory_mb=256,
+                  solution_memory_mb=8192)
+    try:
+        attack = client.run_safe(probe_env(timeout=60, case_timeout=50), bomb)
+        canary = client.run_safe(CANARY, CANARY_SOLUTION)
+    finally:
+        client.close()
+    assert attack.has_verdict and attack.score == 0.0, attack
+    assert "-9" in (attack.details or ""), attack.details  # killed, not a MemoryError
+    assert canary.sandbox_id.split("/")[0] == attack.sandbox_id.split("/")[0]
+    assert canary.score == 1.0, canary.details
