@@ -304,6 +304,9 @@ class Agent:
                 elif fd == pidfd:
                     exited = True
                     _killpg(pid)  # whatever else its group still runs
+                    # What is left to read comes at once, unless something outside the group
+                    # holds the pipes (the sweep after the run ends it): do not wait for it.
+                    deadline = min(deadline, time.monotonic() + 2)
         if w_in is not None:
             os.close(w_in)
         for fd in readers:
