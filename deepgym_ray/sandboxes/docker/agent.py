@@ -268,7 +268,7 @@ class Agent:
             writers = [w_in] if pending else []
             waiting = list(readers) + ([] if exited else [pidfd]) + [0]
             left = deadline - time.monotonic()
-            if left <= 0 and not exited:
+            if left <= 0 and not exited and not timed_out:
                 timed_out = True
                 _killpg(pid)
                 deadline = time.monotonic() + 5  # for the output to drain
