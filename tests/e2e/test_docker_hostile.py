@@ -226,10 +226,15 @@ def listener():
 
 
 @pytest.fixture(scope="module")
-def outcomes(ray_local, listener):
+def engine():
+    """Skips (with the reason) where there is no engine or no test image."""
     reason = docker_skip_reason()
     if reason:
         pytest.skip(reason)
+
+
+@pytest.fixture(scope="module")
+def outcomes(ray_local, listener, engine):
     attacks = dict(ATTACKS)
     attacks["network"] = "import socket\ndef answer():\n" + "".join(
         f"    try:\n        with socket.create_connection(({h!r}, {p}), timeout=1) as s:\n"
@@ -283,7 +288,7 @@ def test_no_connection_reached_the_host(outcomes, listener):
     assert listener["connections"] == 0
 
 
-def test_the_canary_sees_leftovers_when_there_are_some(outcomes):
+def test_the_canary_sees_leftovers_when_there_are_some(engine):
     """Not vacuous: a verifier that leaves things behind itself and then runs the canary's
     checks finds them (a marked process, a file in /tmp, a SysV segment)."""
     from docker_helpers import make_docker_client as make
@@ -310,7 +315,7 @@ def _leave():
         assert seen in result.details, result.details
 
 
-def test_the_containers_memory_limit_kills_the_solution_not_the_container(outcomes):
+def test_the_containers_memory_limit_kills_the_solution_not_the_container(engine):
     """No per-process limit, a small container: the kernel's OOM killer picks the solution
     (the agent makes it the first choice), the run is a judged 0, and the same container
     then passes the canary."""
