@@ -67,3 +67,17 @@ def ray_local():
         yield ray
     finally:
         ray.shutdown()
+
+
+@pytest.fixture(scope="session")
+def docker_client():
+    """A client in docker mode (on threads, warm containers kept for the run) on the locally
+    built image; skips with the reason when the engine or the image is missing."""
+    from docker_helpers import docker_skip_reason, make_docker_client
+
+    reason = docker_skip_reason()
+    if reason:
+        pytest.skip(reason)
+    client = make_docker_client(backend="threads")
+    yield client
+    client.close()
