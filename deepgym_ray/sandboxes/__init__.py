@@ -16,7 +16,8 @@ from typing import Any
 from deepgym_ray.exceptions import DeepGymError
 from deepgym_ray.sandboxes.base import CommandResult, Sandbox, SandboxProvider
 
-__all__ = ["CommandResult", "Sandbox", "SandboxProvider", "make_provider", "resolve_mode"]
+__all__ = ["CommandResult", "Sandbox", "SandboxProvider", "is_io_bound", "make_provider",
+           "preflight", "provider_class", "resolve_mode"]
 
 logger = logging.getLogger(__name__)
 MODES = ("auto", "local", "docker", "daytona")
@@ -32,13 +33,58 @@ def resolve_mode(mode: str) -> str:
         return mode
     if not os.environ.get("DAYTONA_API_KEY"):
         return "local"
-    if importlib.util.find_spec("daytona") is not None:
+    if _daytona_sdk_installed():
         return "daytona"
     if not _warned_missing_sdk:
         _warned_missing_sdk = True
         logger.warning("DAYTONA_API_KEY is set but the 'daytona' SDK is not installed "
                        "(pip install 'deepgym_ray[daytona]'); using the local sandbox")
     return "local"
+
+
+def _daytona_sdk_installed() -> bool:
+    """Whether the SDK can be imported (found, not imported: importing it costs a second)."""
+    try:
+        return importlib.util.find_spec("daytona") is not None
+    except (ImportError, ValueError):  # a module set to None in sys.modules: not installed
+        return False
+
+
+def _provider_module(concrete: str) -> Any:
+    module_name = f"deepgym_ray.sandboxes.{concrete}"
+    if importlib.util.find_spec(module_name) is None:
+        raise DeepGymError(f"the {concrete!r} sandbox provider is not built yet; "
+                           "use mode='local'")
+    return importlib.import_module(module_name)
+
+
+def provider_class(mode: str) -> type[SandboxProvider] | None:
+    """The provider class ``mode`` stands for, when its module declares one."""
+    concrete = resolve_mode(mode)
+    if concrete == "local":
+        from deepgym_ray.sandboxes.local import LocalProvider
+
+        return LocalProvider
+    return getattr(_provider_module(concrete), "PROVIDER_CLASS", None)
+
+
+def is_io_bound(mode: str) -> bool:
+    """Whether ``mode``'s provider mostly waits on the network (its class says ``io_bound``),
+    so the pool gives it many light actors with many runs each. False when unknown."""
+    try:
+        cls = provider_class(mode)
+    except (DeepGymError, ImportError, ValueError):
+        return False
+    return bool(getattr(cls, "io_bound", False))
+
+
+def preflight(mode: str, **options: Any) -> None:
+    """Check ``mode``'s provider can work (credentials, SDK) before any run: its class's
+    ``preflight(**options)`` hook, when it has one; raises SandboxError with one clear line."""
+    cls = provider_class(mode)
+    check = getattr(cls, "preflight", None)
+    if check is not None:
+        check(**options)
 
 
 def make_provider(mode: str = "auto", **options: Any) -> SandboxProvider:
@@ -48,12 +94,8 @@ def make_provider(mode: str = "auto", **options: Any) -> SandboxProvider:
         from deepgym_ray.sandboxes.local import LocalProvider
 
         return LocalProvider(**options)
-    module_name = f"deepgym_ray.sandboxes.{concrete}"
-    if importlib.util.find_spec(module_name) is None:
-        raise DeepGymError(f"the {concrete!r} sandbox provider is not built yet; "
-                           "use mode='local'")
-    module = importlib.import_module(module_name)
+    module = _provider_module(concrete)
     factory = getattr(module, "make_provider", None) or getattr(module, "PROVIDER_CLASS", None)
     if factory is None:
-        raise DeepGymError(f"{module_name} defines no make_provider() or PROVIDER_CLASS")
+        raise DeepGymError(f"{module.__name__} defines no make_provider() or PROVIDER_CLASS")
     return factory(**options)
