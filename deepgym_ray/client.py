@@ -39,11 +39,13 @@ class DeepGym:
     """A scoring client. ``mode`` picks the sandbox provider (see ``make_provider``);
     ``config`` (a DeepGymConfig) overrides ``mode``, ``backend`` and ``max_parallel``;
     ``provider`` is a ready provider or a zero-argument factory of one; extra keyword
-    arguments are the provider's options."""
+    arguments are the provider's options. ``check`` runs the provider's ``preflight`` (a
+    remote provider's SDK and credentials) now, so a wrong key fails here, in one line."""
 
     def __init__(self, mode: str = "auto", *, config: DeepGymConfig | None = None,
                  provider: ProviderSpec = None, backend: str = "ray",
-                 max_parallel: int | None = None, **provider_options: Any) -> None:
+                 max_parallel: int | None = None, check: bool = True,
+                 **provider_options: Any) -> None:
         if config is None:
             config = DeepGymConfig(mode=mode, backend=backend, provider_options=provider_options,
                                    **({"max_parallel": max_parallel} if max_parallel else {}))
@@ -58,6 +60,16 @@ class DeepGym:
         self._provider_spec = provider
         self._provider: SandboxProvider | None = None
         self._lock = threading.Lock()
+        if provider is None and check:
+            self._preflight()
+
+    def _preflight(self) -> None:
+        """A remote provider's credentials are checked now, once, rather than failing every
+        run of the first batch (raises SandboxError with one clear line)."""
+        from deepgym_ray.sandboxes import preflight, resolve_mode
+
+        if resolve_mode(self.config.mode) != "local":
+            preflight(self.config.mode, **self.config.provider_options)
 
     # --- pickling: config and provider spec travel, the built provider does not -------------
 
@@ -65,7 +77,8 @@ class DeepGym:
         return {"config": self.config, "provider_spec": self._provider_spec}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__init__(config=state["config"], provider=state["provider_spec"])
+        # Checked where the client was made; an actor's copy does not ask the provider again.
+        self.__init__(config=state["config"], provider=state["provider_spec"], check=False)
 
     def __repr__(self) -> str:
         return f"DeepGym(mode={self.config.mode!r}, backend={self.config.backend!r})"

@@ -25,9 +25,11 @@ SWEEP_PREFIX = "deepgym-sweep "
 # timeout(1) exits with 128+9 when it had to kill the runner at the deadline.
 KILLED_AT_DEADLINE = 137
 
+# Up to 20 rounds of kill_uid (each gives killed processes ~0.1 s to go): a loaded machine
+# may take a while to reap them, and only "none left" counts as clean.
 _SWEEP = ("import sys; sys.path.insert(0, '.'); from deepgym_proc import kill_uid; "
-          "sys.stderr.write('" + SWEEP_PREFIX + "' + ('clean' if kill_uid({uid}) else 'dirty') "
-          "+ chr(10))")
+          "clean = any(kill_uid({uid}) for _ in range(20)); "
+          "sys.stderr.write('" + SWEEP_PREFIX + "' + ('clean' if clean else 'dirty') + chr(10))")
 
 
 def solution_dir(run_dir: str) -> str:
