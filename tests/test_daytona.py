@@ -30,7 +30,7 @@ from deepgym_ray.sandboxes.daytona import DaytonaProvider  # noqa: E402
 from deepgym_ray.sandboxes.daytona.calls import bounded, translate  # noqa: E402
 
 ENV = load_environment("coin_change")
-WRONG = "def coin_change(coins, amount):\n    return 0\n"
+WRONG = "def coin_change(coins, amount):\n    raise ValueError(\"no idea\")\n"
 
 
 @pytest.fixture

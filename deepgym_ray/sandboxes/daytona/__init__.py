@@ -82,6 +82,10 @@ class DaytonaOptions(BaseModel):
 def _sdk() -> Any:
     try:
         import daytona
+
+        # The SDK loads its client lazily (about a second, more on a busy machine): load it
+        # here, outside any call's deadline.
+        _ = (daytona.Daytona, daytona.DaytonaConfig, daytona.FileUpload)
     except ImportError as exc:
         raise SandboxError(f"the Daytona provider needs the 'daytona' SDK ({_INSTALL_HINT}): "
                            f"{exc}") from None
