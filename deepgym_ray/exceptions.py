@@ -134,9 +134,11 @@ def is_infrastructure_failure(exc: BaseException) -> bool:
     """Whether ``exc`` is certainly ours (infrastructure) rather than the answer's.
 
     True for: connection and transport errors, a provider call timing out, provider HTTP 5xx,
-    429, 401 and 403 (ours, or a provider SDK's error carrying that status), the provider evicting the sandbox, a verifier that could not run before
-    the answer was in play, and a dead actor or lost node. False for everything else, including
-    a sandbox that died, a sandbox that expired, and exceptions this rule does not know.
+    429, 401 and 403 (ours, or a provider SDK's error carrying that status), the provider
+    evicting the sandbox, a verifier that could not run before the answer was in play, a dead
+    actor or lost node, and an exception whose cause chain leads to one of these. False for
+    everything else, including a sandbox that died, a sandbox that expired, and exceptions
+    this rule does not know.
     """
     return _is_infrastructure(exc, depth=0)
 

@@ -162,11 +162,11 @@ def test_every_builtin_reference_scores_one_and_a_wrong_answer_zero(pool_client,
     envs = [load_environment(n) for n in names]
     right = pool_client.eval(envs, max_parallel=8)
     assert [r.score for r in right.results] == [1.0] * len(names), [
-        (n, r.error_type, r.details) for n, r in zip(names, right.results) if r.score != 1.0]
+        (n, r.error_type, r.details) for n, r in zip(names, right.results, strict=True) if r.score != 1.0]
     wrong_envs = [e for e in envs if e.name in SUBTLY_WRONG]
     wrong = pool_client.eval(wrong_envs, [SUBTLY_WRONG[e.name] for e in wrong_envs],
                              max_parallel=8)
-    for env, result in zip(wrong_envs, wrong.results):
+    for env, result in zip(wrong_envs, wrong.results, strict=True):
         assert result.has_verdict and not result.passed and result.score < 1.0, (env.name,
                                                                                  result)
     flat = _map_one(pool_client, WRONG)
@@ -248,3 +248,33 @@ def _processes_of(uid):
         except (OSError, ValueError):
             continue
     return found
+
+
+# -- configuration and the command line -------------------------------------------------------
+
+
+def test_the_daytona_config_file_is_valid():
+    from deepgym_ray.sandboxes.daytona import DaytonaOptions
+
+    config = DeepGymConfig.from_yaml("configs/daytona.yaml")
+    assert config.mode == "daytona" and config.pool.num_cpus_per_actor < 1
+    options = DaytonaOptions(**config.provider_options)
+    assert options.auto_stop_minutes >= 1 and options.auto_delete_minutes >= 0
+    with pytest.raises(ValueError, match="no_such_option"):
+        DaytonaOptions(no_such_option=1)
+
+
+def test_cli_mode_daytona_runs_and_a_wrong_key_is_one_line(server, monkeypatch, capsys,
+                                                           tmp_path):
+    from deepgym_ray.cli import main
+
+    answer = tmp_path / "answer.py"
+    answer.write_text(ENV.reference_solution)
+    monkeypatch.setenv("DAYTONA_API_URL", server.url)
+    monkeypatch.setenv("DAYTONA_API_KEY", server.api_key)
+    assert main(["run", "coin_change", str(answer), "--mode", "daytona"]) == 0
+    assert "coin_change: PASS score=1.0000" in capsys.readouterr().out
+    monkeypatch.setenv("DAYTONA_API_KEY", "wrong-key")
+    assert main(["run", "coin_change", str(answer), "--mode", "daytona"]) != 0
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "refused the API key" in err
