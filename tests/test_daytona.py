@@ -161,8 +161,9 @@ def test_every_builtin_reference_scores_one_and_a_wrong_answer_zero(pool_client,
     names = builtin_names()
     envs = [load_environment(n) for n in names]
     right = pool_client.eval(envs, max_parallel=8)
-    assert [r.score for r in right.results] == [1.0] * len(names), [
-        (n, r.error_type, r.details) for n, r in zip(names, right.results, strict=True) if r.score != 1.0]
+    misses = [(n, r.error_type, r.details)
+              for n, r in zip(names, right.results, strict=True) if r.score != 1.0]
+    assert [r.score for r in right.results] == [1.0] * len(names), misses
     wrong_envs = [e for e in envs if e.name in SUBTLY_WRONG]
     wrong = pool_client.eval(wrong_envs, [SUBTLY_WRONG[e.name] for e in wrong_envs],
                              max_parallel=8)
