@@ -23,6 +23,7 @@ Example:
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import os
 import secrets
@@ -36,6 +37,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from deepgym_ray.exceptions import ProviderHTTPError, SandboxError
+from deepgym_ray.judge import JUDGE_FILES, RUNNER
 from deepgym_ray.models import Environment
 from deepgym_ray.sandboxes.base import CommandResult, Sandbox, SandboxProvider
 from deepgym_ray.sandboxes.daytona import command as cmd
@@ -102,6 +104,11 @@ class _Remote:
     as_root: bool
     last_used: float = field(default_factory=time.monotonic)
     runs: int = 0
+    judge_digest: str | None = None  # which judge files are in its judge directory
+
+    @property
+    def judge_dir(self) -> str:
+        return f"{self.home}/deepgym/judge"
 
     @property
     def id(self) -> str:
@@ -276,15 +283,25 @@ class DaytonaProvider(SandboxProvider):
         run: _Run = sandbox.handle
         remote, o = run.remote, self.options
         sdk = _sdk()
-        files = {**run.files, cmd.STDIN_FILE: stdin or b""}
+        judge = {n: data for n, data in run.files.items() if n in JUDGE_FILES}
+        files = {n: data for n, data in run.files.items() if n not in judge}
+        files[cmd.STDIN_FILE] = stdin or b""
         uploads = [sdk.FileUpload(source=data, destination=f"{run.dir}/{name}")
                    for name, data in files.items()]
+        digest = hashlib.sha256(repr(sorted(judge.items())).encode()).hexdigest()
+        if judge and digest != remote.judge_digest:  # the judge goes once per sandbox
+            uploads += [sdk.FileUpload(source=data, destination=f"{remote.judge_dir}/{name}")
+                        for name, data in judge.items()]
+        argv = list(command)
+        if argv[-1:] == [RUNNER]:
+            argv[-1] = f"{remote.judge_dir}/{RUNNER}"
         started = time.monotonic()
         try:
             bounded(remote.sdk.fs.upload_files, uploads, timeout=int(o.call_timeout),
                     deadline=o.call_timeout, what="upload the run's files", sandbox_id=remote.id)
-            shell = cmd.run_command(run.dir, timeout, uid=run.uid, env=env or {},
-                                    argv=list(command))
+            remote.judge_digest = digest if judge else remote.judge_digest
+            shell = cmd.run_command(run.dir, timeout, uid=run.uid, env=env or {}, argv=argv,
+                                    judge_dir=remote.judge_dir)
             request = sdk.SessionExecuteRequest(command=shell)
             # The command is bounded inside the sandbox; the call gets the run's time plus a
             # margin for the provider to answer, and then it is the provider that hangs.

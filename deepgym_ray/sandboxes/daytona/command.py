@@ -8,16 +8,16 @@ reports the outcome on its last stderr line, removes the run's files, and exits 
 runner's code. ``timeout -s KILL`` bounds the runner's whole process group inside the sandbox.
 
 Example:
-    >>> "timeout -s KILL 14" in run_command("/root/deepgym/r1", 13, uid=None, env={})
+    >>> "timeout -s KILL 14" in run_command("/root/deepgym/r1", 13, uid=None, env={},
+    ...                                     argv=["true"], judge_dir="/root/deepgym/judge")
     True
 """
 
 from __future__ import annotations
 
 import shlex
+from pathlib import PurePosixPath
 from collections.abc import Mapping, Sequence
-
-from deepgym_ray.judge import RUNNER
 
 STDIN_FILE = ".deepgym-stdin"
 CLEAN_MARKER = ".deepgym-clean"
@@ -27,7 +27,7 @@ KILLED_AT_DEADLINE = 137
 
 # Up to 20 rounds of kill_uid (each gives killed processes ~0.1 s to go): a loaded machine
 # may take a while to reap them, and only "none left" counts as clean.
-_SWEEP = ("import sys; sys.path.insert(0, '.'); from deepgym_proc import kill_uid; "
+_SWEEP = ("import sys; sys.path.insert(0, {judge!r}); from deepgym_proc import kill_uid; "
           "clean = any(kill_uid({uid}) for _ in range(20)); "
           "sys.stderr.write('" + SWEEP_PREFIX + "' + ('clean' if clean else 'dirty') + chr(10))")
 
@@ -38,23 +38,26 @@ def solution_dir(run_dir: str) -> str:
 
 
 def run_command(run_dir: str, timeout: float, *, uid: int | None, env: Mapping[str, str],
-                argv: Sequence[str] = ("python3", "-I", "-S", "-B", RUNNER)) -> str:
-    """The shell command running ``argv`` in ``run_dir`` (absolute), bounded by ``timeout``."""
+                argv: Sequence[str], judge_dir: str) -> str:
+    """The shell command running ``argv`` in ``run_dir`` (absolute), bounded by ``timeout``;
+    the judge's files are in ``judge_dir`` (uploaded once per sandbox)."""
     d = shlex.quote(run_dir)
     holder = shlex.quote(f"{run_dir}-s")
     work = shlex.quote(solution_dir(run_dir))
     exports = "".join(f"export {k}={shlex.quote(v)}; " for k, v in env.items())
     steps = [f"cd {d} || exit 97", f"chmod 700 {d}",
              f"mkdir -m 711 {holder} && mkdir -m 700 {work} || exit 97"]
-    if uid is not None:
-        steps.append(f"chown {uid}:{uid} {work} || exit 97")
+    if uid is not None:  # the solution's uid must be able to walk down to its directory
+        parent = PurePosixPath(run_dir).parent
+        walk = " ".join(shlex.quote(str(p)) for p in (parent, parent.parent))
+        steps.append(f"chmod 711 {walk} && chown {uid}:{uid} {work} || exit 97")
     runner = (f"{{ rm -f {STDIN_FILE}; {exports}timeout -s KILL {int(timeout) + 1} "
               f"{shlex.join(argv)}; }} < {STDIN_FILE}")
     steps.append(f"{runner}; rc=$?")
     if uid is None:
         steps.append(f"echo '{SWEEP_PREFIX}unchecked' >&2")
     else:
-        sweep = shlex.quote(_SWEEP.format(uid=uid))
+        sweep = shlex.quote(_SWEEP.format(uid=uid, judge=judge_dir))
         steps.append(f"if [ -f {CLEAN_MARKER} ]; then echo '{SWEEP_PREFIX}clean' >&2; "
                      f"else python3 -I -S -B -c {sweep}; fi")
     steps.append(f"cd / && rm -rf {d} {holder}; exit $rc")
