@@ -16,8 +16,8 @@ Example:
 from __future__ import annotations
 
 import shlex
-from pathlib import PurePosixPath
 from collections.abc import Mapping, Sequence
+from pathlib import PurePosixPath
 
 STDIN_FILE = ".deepgym-stdin"
 CLEAN_MARKER = ".deepgym-clean"
