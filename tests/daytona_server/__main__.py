@@ -23,8 +23,10 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--fail-rate", type=float, default=0.0)
     parser.add_argument("--fail-status", type=int, default=503)
     parser.add_argument("--faults", help="a JSON file of fault rules")
+    parser.add_argument("--replay", action="store_true",
+                        help="answer a judge run seen before from its first real run (benches)")
     args = parser.parse_args(argv)
-    server = DaytonaTestServer(args.host, args.port, api_key=args.api_key)
+    server = DaytonaTestServer(args.host, args.port, api_key=args.api_key, replay=args.replay)
     if args.latency:
         server.faults.set_latency(args.latency)
     if args.fail_rate:
