@@ -116,8 +116,14 @@ def main() -> None:
     args = parser.parse_args()
     import ray
 
-    ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False,
-             _node_ip_address="127.0.0.1")
+    for attempt in range(5):  # Ray's start-up wait is fixed at 30 s; a busy machine misses it
+        try:
+            ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False,
+                     _node_ip_address="127.0.0.1")
+            break
+        except Exception as exc:
+            print(f"ray start failed ({exc}); retry {attempt + 1}", file=sys.stderr)
+            ray.shutdown()
     try:
         for name, rate in (("latency", 0.0), ("latency+1%503", 0.01)):
             print(json.dumps(scenario(name, args.runs, args.max_parallel, args.latency, rate)),

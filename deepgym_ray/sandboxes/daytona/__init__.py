@@ -318,6 +318,7 @@ class DaytonaProvider(SandboxProvider):
         run.reusable = sweep == "clean" and remote.as_root
         code = response.exit_code
         if code is None:
+            run.reusable = False
             raise SandboxError("Daytona returned no exit code for the run",
                                sandbox_id=sandbox.id)
         timed_out = code == cmd.KILLED_AT_DEADLINE and duration >= timeout
