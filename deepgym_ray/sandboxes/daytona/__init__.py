@@ -288,7 +288,7 @@ class DaytonaProvider(SandboxProvider):
         files[cmd.STDIN_FILE] = stdin or b""
         uploads = [sdk.FileUpload(source=data, destination=f"{run.dir}/{name}")
                    for name, data in files.items()]
-        digest = hashlib.sha256(repr(sorted(judge.items())).encode()).hexdigest()
+        digest = _digest(judge)
         if judge and digest != remote.judge_digest:  # the judge goes once per sandbox
             uploads += [sdk.FileUpload(source=data, destination=f"{remote.judge_dir}/{name}")
                         for name, data in judge.items()]
@@ -359,6 +359,14 @@ class DaytonaProvider(SandboxProvider):
         """The ids of the sandboxes this provider holds (idle or in use)."""
         with self._lock:
             return sorted(self._remotes)
+
+
+def _digest(files: Mapping[str, bytes]) -> str:
+    hasher = hashlib.sha256()
+    for name in sorted(files):
+        hasher.update(f"{name}\0{len(files[name])}\0".encode())
+        hasher.update(files[name])
+    return hasher.hexdigest()
 
 
 def _new_client(sdk: Any, options: DaytonaOptions) -> Any:

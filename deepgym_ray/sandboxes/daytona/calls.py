@@ -14,8 +14,11 @@ Example:
 
 from __future__ import annotations
 
+import queue
 import threading
 from collections.abc import Callable
+from concurrent.futures import Future
+from concurrent.futures import TimeoutError as FutureTimeout
 from typing import Any, TypeVar
 
 from deepgym_ray.exceptions import (
@@ -80,27 +83,54 @@ def translate(exc: BaseException, what: str, sandbox_id: str | None = None) -> S
     return error
 
 
+class _DaemonWorkers:
+    """Daemon threads for SDK calls, kept for reuse (a thread start is costly on a busy
+    machine); a new one starts whenever none is idle, so a hung call never blocks another."""
+
+    def __init__(self) -> None:
+        self._queue: queue.SimpleQueue = queue.SimpleQueue()
+        self._idle = 0
+        self._lock = threading.Lock()
+
+    def submit(self, fn: Callable[[], Any]) -> Future:
+        future: Future = Future()
+        with self._lock:
+            spawn = self._idle == 0
+            if not spawn:
+                self._idle -= 1
+        self._queue.put((fn, future))
+        if spawn:
+            threading.Thread(target=self._work, daemon=True, name="daytona-call").start()
+        return future
+
+    def _work(self) -> None:
+        while True:
+            try:
+                fn, future = self._queue.get()
+                try:
+                    future.set_result(fn())
+                except BaseException as exc:  # noqa: B036 - the SDK's timeout marker too
+                    future.set_exception(exc)
+            except BaseException:  # noqa: B036, S112 - a stray async exception: keep serving
+                pass
+            with self._lock:
+                self._idle += 1
+
+
+_WORKERS = _DaemonWorkers()
+
+
 def bounded(fn: Callable[..., T], *args: Any, deadline: float, what: str,
             sandbox_id: str | None = None, **kwargs: Any) -> T:
-    """``fn(*args, **kwargs)`` on its own thread, given up after ``deadline`` seconds.
+    """``fn(*args, **kwargs)`` on a daemon thread, given up after ``deadline`` seconds.
 
     Raises ProviderTimeoutError at the deadline and the translated error when the call fails.
     """
-    box: dict[str, Any] = {}
-    done = threading.Event()
-
-    def call() -> None:
-        try:
-            box["value"] = fn(*args, **kwargs)
-        except BaseException as exc:  # noqa: B036 - the SDK's timeout marker is a BaseException
-            box["error"] = exc
-        finally:
-            done.set()
-
-    threading.Thread(target=call, daemon=True, name=f"daytona-{what[:24]}").start()
-    if not done.wait(deadline):
+    future = _WORKERS.submit(lambda: fn(*args, **kwargs))
+    try:
+        return future.result(timeout=deadline)
+    except FutureTimeout:
         raise ProviderTimeoutError(f"{what}: no answer from Daytona within {deadline:.0f}s",
-                                   sandbox_id=sandbox_id)
-    if "error" in box:
-        raise translate(box["error"], what, sandbox_id) from box["error"]
-    return box["value"]
+                                   sandbox_id=sandbox_id) from None
+    except BaseException as exc:  # noqa: B036 - whatever the call raised, typed
+        raise translate(exc, what, sandbox_id) from exc
