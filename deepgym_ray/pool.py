@@ -33,8 +33,8 @@ def default_shape(mode: str, cluster_cpus: float, max_parallel: int = 32) -> tup
 
     Local and Docker sandboxes burn the actor's node's CPUs, so the pool offers about one run
     per CPU, two per actor. A remote provider (its class says ``io_bound``, as Daytona's
-    does) mostly waits on the network, so its
-    pool has one light actor per CPU (two at least) and enough threads for the client's
+    does) mostly waits on the network, so its pool has one light actor per CPU (two at
+    least) and enough threads for the client's
     ``max_parallel`` runs to be in flight at once (16 per actor at least): a latency-bound
     provider with fewer slots than ``max_parallel`` runs slower by that ratio.
 
