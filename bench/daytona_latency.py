@@ -56,7 +56,8 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def scenario(name: str, runs: int, parallel: int, latency: float, fail_rate: float) -> dict:
+def scenario(name: str, runs: int, parallel: int, latency: float, fail_rate: float,
+             backend: str = "ray") -> dict:
     from deepgym_ray import DeepGym, load_environment
     from deepgym_ray.config import DeepGymConfig, PoolConfig
     from deepgym_ray.pool import get_pool
@@ -72,7 +73,8 @@ def scenario(name: str, runs: int, parallel: int, latency: float, fail_rate: flo
                               "call_timeout": 30.0},
             pool=PoolConfig(name=f"bench-daytona-{name}", num_cpus_per_actor=0.25,
                             max_retries=3))
-        pool = get_pool(DeepGym(config=config))
+        client = DeepGym(config=config.model_copy(update={"backend": backend}))
+        pool = get_pool(client) if backend == "ray" else _Threads(client)
         warm = list(pool.map(env, answers[:parallel], max_parallel=parallel))
         pids = [s["pid"] for s in pool.stats()]
         cpu0 = sum(cpu_seconds(p) for p in pids)
@@ -81,6 +83,7 @@ def scenario(name: str, runs: int, parallel: int, latency: float, fail_rate: flo
         started = time.monotonic()
         mapped = pool.map(env, answers, max_parallel=parallel)
         results = list(mapped)
+        stats = getattr(mapped, "stats", None)
         wall = time.monotonic() - started
         driver1 = resource.getrusage(resource.RUSAGE_SELF)
         actors_cpu = sum(cpu_seconds(p) for p in pids) - cpu0
@@ -99,7 +102,7 @@ def scenario(name: str, runs: int, parallel: int, latency: float, fail_rate: flo
             "one_result_per_input": len(results) == runs,
             "all_judged": all(r.has_verdict for r in results),
             "scores_right": [r.score for r in results] == right,
-            "retries": getattr(getattr(mapped, "stats", None), "retries", None),
+            "retries": getattr(stats, "retries", None),
             "warmup_all_judged": all(r.has_verdict for r in warm),
         }
         pool.shutdown()
@@ -109,12 +112,37 @@ def scenario(name: str, runs: int, parallel: int, latency: float, fail_rate: flo
         server.wait(30)
 
 
+class _Threads:
+    """The same calls as the pool's, on this process's threads (``--backend threads``)."""
+
+    def __init__(self, client) -> None:
+        self.client = client
+
+    def map(self, env, answers, max_parallel):
+        from concurrent.futures import ThreadPoolExecutor
+
+        with ThreadPoolExecutor(max_parallel) as threads:
+            return list(threads.map(lambda a: self.client.run_safe(env, a), answers))
+
+    def stats(self) -> list:
+        return []
+
+    def shutdown(self) -> None:
+        self.client.close()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--runs", type=int, default=1000)
     parser.add_argument("--max-parallel", type=int, default=200)
     parser.add_argument("--latency", type=float, default=0.2)
+    parser.add_argument("--backend", choices=("ray", "threads"), default="ray")
     args = parser.parse_args()
+    if args.backend == "threads":
+        for name, rate in (("latency", 0.0), ("latency+1%503", 0.01)):
+            print(json.dumps(scenario(name, args.runs, args.max_parallel, args.latency, rate,
+                                      "threads")), flush=True)
+        return
     import ray
 
     ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False,
