@@ -18,6 +18,7 @@ import argparse
 import json
 import os
 import resource
+import signal
 import subprocess
 import sys
 import tempfile
@@ -138,6 +139,8 @@ def main() -> None:
     parser.add_argument("--latency", type=float, default=0.2)
     parser.add_argument("--backend", choices=("ray", "threads"), default="ray")
     args = parser.parse_args()
+    # A SIGTERM (timeout(1)) unwinds normally, so the server subprocess is stopped too.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     if args.backend == "threads":
         for name, rate in (("latency", 0.0), ("latency+1%503", 0.01)):
             print(json.dumps(scenario(name, args.runs, args.max_parallel, args.latency, rate,
