@@ -49,6 +49,7 @@ _EXPORTS: dict[str, str] = {
     "make_provider": "deepgym_ray.sandboxes",
     "SandboxProvider": "deepgym_ray.sandboxes",
     "LocalProvider": "deepgym_ray.sandboxes.local",
+    "DaytonaProvider": "deepgym_ray.sandboxes.daytona",
     # the Ray pool and reward functions
     "VerifierPool": "deepgym_ray.pool",
     "VerifierActor": "deepgym_ray.actor",
@@ -123,4 +124,5 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from deepgym_ray.pool_admin import pool_status, shutdown_pools
     from deepgym_ray.reward import AsyncRewardFunction, MaskedRate, RewardFunction, grpo_advantages
     from deepgym_ray.sandboxes import SandboxProvider, make_provider
+    from deepgym_ray.sandboxes.daytona import DaytonaProvider
     from deepgym_ray.sandboxes.local import LocalProvider

@@ -39,11 +39,13 @@ class DeepGym:
     """A scoring client. ``mode`` picks the sandbox provider (see ``make_provider``);
     ``config`` (a DeepGymConfig) overrides ``mode``, ``backend`` and ``max_parallel``;
     ``provider`` is a ready provider or a zero-argument factory of one; extra keyword
-    arguments are the provider's options."""
+    arguments are the provider's options. ``check`` runs the provider's ``preflight`` (a
+    remote provider's SDK and credentials) now, so a wrong key fails here, in one line."""
 
     def __init__(self, mode: str = "auto", *, config: DeepGymConfig | None = None,
                  provider: ProviderSpec = None, backend: str = "ray",
-                 max_parallel: int | None = None, **provider_options: Any) -> None:
+                 max_parallel: int | None = None, check: bool = True,
+                 **provider_options: Any) -> None:
         if config is None:
             config = DeepGymConfig(
                 mode=mode, backend=backend, provider_options=provider_options,
@@ -61,7 +63,7 @@ class DeepGym:
         self._provider_spec = provider
         self._provider: SandboxProvider | None = None
         self._lock = threading.Lock()
-        if provider is None and not getattr(self, "_unpickling", False):
+        if provider is None and check:
             # A mode that cannot run here fails now, once, not on every run of a batch.
             from deepgym_ray.sandboxes import check_mode
 
@@ -73,8 +75,8 @@ class DeepGym:
         return {"config": self.config, "provider_spec": self._provider_spec}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
-        self._unpickling = True  # checked where the client was made; a copy skips the preflight
-        self.__init__(config=state["config"], provider=state["provider_spec"])
+        # Checked where the client was made; an actor's copy does not ask the provider again.
+        self.__init__(config=state["config"], provider=state["provider_spec"], check=False)
 
     def __repr__(self) -> str:
         return f"DeepGym(mode={self.config.mode!r}, backend={self.config.backend!r})"

@@ -142,10 +142,16 @@ def is_infrastructure_failure(exc: BaseException) -> bool:
     """Whether ``exc`` is certainly ours (infrastructure) rather than the answer's.
 
     True for: connection and transport errors, a provider call timing out, provider HTTP 5xx,
-    429, 401 and 403, the provider evicting the sandbox, a verifier that could not run before
-    the answer was in play, and a dead actor or lost node. False for everything else, including
-    a sandbox that died, a sandbox that expired, and exceptions this rule does not know.
+    429, 401 and 403 (ours, or a provider SDK's error carrying that status), the provider
+    evicting the sandbox, a verifier that could not run before the answer was in play, a dead
+    actor or lost node, and an exception whose cause chain leads to one of these. False for
+    everything else, including a sandbox that died, a sandbox that expired, and exceptions
+    this rule does not know.
     """
+    return _is_infrastructure(exc, depth=0)
+
+
+def _is_infrastructure(exc: BaseException, depth: int) -> bool:
     if isinstance(exc, ProviderHTTPError):
         return exc.status >= 500 or exc.status in INFRASTRUCTURE_HTTP_STATUSES
     if isinstance(exc, (ProviderConnectionError, ProviderTimeoutError, SandboxEvictedError)):
@@ -158,10 +164,27 @@ def is_infrastructure_failure(exc: BaseException) -> bool:
         return True
     if _is_transport_error(exc):
         return True
-    # A generic DeepGym wrapper is as much infrastructure as what it wraps.
-    if type(exc) in (DeepGymError, SandboxError, ProviderError) and exc.__cause__ is not None:
-        return is_infrastructure_failure(exc.__cause__)
+    status = _sdk_http_status(exc)
+    if status is not None:
+        return status >= 500 or status in INFRASTRUCTURE_HTTP_STATUSES
+    # A generic wrapper (ours, or a provider SDK's own error type) is as much infrastructure as
+    # what it wraps: a refused connection reaches us as the SDK's plain error, cause inside.
+    if exc.__cause__ is not None and (type(exc) in (DeepGymError, SandboxError, ProviderError)
+                                      or not isinstance(exc, DeepGymError)):
+        return depth < 20 and _is_infrastructure(exc.__cause__, depth + 1)  # cycles end here
     return False
+
+
+# Provider SDKs whose errors carry the HTTP status as ``status_code`` (checked by module name,
+# so nothing is imported to check).
+_SDK_MODULE_PREFIXES = ("daytona",)
+
+
+def _sdk_http_status(exc: BaseException) -> int | None:
+    if not type(exc).__module__.startswith(_SDK_MODULE_PREFIXES):
+        return None
+    status = getattr(exc, "status_code", None)
+    return status if isinstance(status, int) and not isinstance(status, bool) else None
 
 
 def error_type_for(exc: BaseException) -> str:

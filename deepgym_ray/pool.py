@@ -35,8 +35,9 @@ def default_shape(mode: str, cluster_cpus: float, max_parallel: int = 32) -> tup
     """(actors, runs per actor) for a cluster with ``cluster_cpus`` CPUs.
 
     Local and Docker sandboxes burn the actor's node's CPUs, so the pool offers about one run
-    per CPU, two per actor. A remote provider (Daytona) mostly waits on the network, so its
-    pool has one light actor per CPU (two at least) and enough threads for the client's
+    per CPU, two per actor. A remote provider (its class says ``io_bound``, as Daytona's
+    does) mostly waits on the network, so its pool has one light actor per CPU (two at
+    least) and enough threads for the client's
     ``max_parallel`` runs to be in flight at once (16 per actor at least): a latency-bound
     provider with fewer slots than ``max_parallel`` runs slower by that ratio.
 
@@ -46,7 +47,9 @@ def default_shape(mode: str, cluster_cpus: float, max_parallel: int = 32) -> tup
     (4, 2)
     """
     cpus = max(1, int(cluster_cpus))
-    if mode == "daytona":
+    from deepgym_ray.sandboxes import is_io_bound
+
+    if is_io_bound(mode):
         actors = max(2, cpus)
         return actors, max(16, -(-max(1, max_parallel) // actors))
     return max(1, cpus // 2), 2

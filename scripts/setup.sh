@@ -31,5 +31,5 @@ if ! .venv/bin/python -c "import torch" >/dev/null 2>&1; then
   .venv/bin/python -m pip install -q torch==2.13.0
 fi
 log "installing deepgym_ray with its extras"
-.venv/bin/python -m pip install -q -e '.[test,trl]'
+.venv/bin/python -m pip install -q -e '.[test,trl,daytona]'
 log "done: $(.venv/bin/deepgym-ray --version)"

@@ -81,3 +81,16 @@ def docker_client():
     client = make_docker_client(backend="threads")
     yield client
     client.close()
+
+def daytona_server():
+    """A local server speaking Daytona's API (tests/daytona_server) on 127.0.0.1, for the real
+    ``daytona`` SDK. It has ``url`` (DAYTONA_API_URL), ``api_key`` and ``faults``; build a
+    client with ``DeepGym(mode="daytona", api_url=server.url, api_key=server.api_key)``."""
+    pytest.importorskip("daytona")
+    from tests.daytona_server import DaytonaTestServer
+
+    server = DaytonaTestServer().start()
+    try:
+        yield server
+    finally:
+        server.stop()

@@ -152,3 +152,17 @@ def test_exceptions_survive_pickling_with_their_fields(exc):
         assert copy.status == 503
     if isinstance(exc, VerifierError):
         assert copy.in_play is True
+
+
+def test_the_cause_chain_is_walked_through_foreign_wrappers():
+    class SdkError(Exception):  # a provider SDK's plain error: the real cause is inside
+        pass
+
+    assert is_infrastructure_failure(_chained(SdkError("failed"), ConnectionRefusedError()))
+    assert is_infrastructure_failure(
+        _chained(SdkError("outer"), _chained(SdkError("inner"), ProviderHTTPError(503))))
+    assert not is_infrastructure_failure(_chained(SdkError("failed"), ValueError("bad")))
+    looped = SdkError("a")
+    looped.__cause__ = SdkError("b")
+    looped.__cause__.__cause__ = looped  # a cycle ends the walk, it does not recurse forever
+    assert not is_infrastructure_failure(looped)

@@ -22,6 +22,7 @@ __all__ = [
     "Sandbox",
     "SandboxProvider",
     "check_mode",
+    "is_io_bound",
     "make_provider",
     "provider_class",
     "resolve_mode",
@@ -41,13 +42,21 @@ def resolve_mode(mode: str) -> str:
         return mode
     if not os.environ.get("DAYTONA_API_KEY"):
         return "local"
-    if importlib.util.find_spec("daytona") is not None:
+    if _daytona_sdk_installed():
         return "daytona"
     if not _warned_missing_sdk:
         _warned_missing_sdk = True
         logger.warning("DAYTONA_API_KEY is set but the 'daytona' SDK is not installed "
                        "(pip install 'deepgym_ray[daytona]'); using the local sandbox")
     return "local"
+
+
+def _daytona_sdk_installed() -> bool:
+    """Whether the SDK can be imported (found, not imported: importing it costs a second)."""
+    try:
+        return importlib.util.find_spec("daytona") is not None
+    except (ImportError, ValueError):  # a module set to None in sys.modules: not installed
+        return False
 
 
 def _provider_module(concrete: str) -> Any:
@@ -58,8 +67,9 @@ def _provider_module(concrete: str) -> Any:
     return importlib.import_module(module_name)
 
 
-def provider_class(concrete: str) -> Any:
-    """The provider class of a concrete mode (its module's ``PROVIDER_CLASS``)."""
+def provider_class(mode: str) -> Any:
+    """The provider class ``mode`` stands for (its module's ``PROVIDER_CLASS``)."""
+    concrete = resolve_mode(mode)
     if concrete == "local":
         from deepgym_ray.sandboxes.local import LocalProvider
 
@@ -71,28 +81,36 @@ def provider_class(concrete: str) -> Any:
     return found
 
 
+def is_io_bound(mode: str) -> bool:
+    """Whether ``mode``'s provider mostly waits on the network (its class says ``io_bound``),
+    so the pool gives it many light actors with many runs each. False when unknown."""
+    try:
+        cls = provider_class(mode)
+    except (DeepGymError, ImportError, ValueError):
+        return False
+    return bool(getattr(cls, "io_bound", False))
+
+
 def check_mode(mode: str, **options: Any) -> str:
     """The concrete mode ``mode`` stands for, once its provider has passed its preflight.
 
     Raises ``ValueError`` for an unknown mode and :class:`ProviderUnavailableError` (one line)
-    when the provider cannot run here. 'local' always can and is not even imported here, so
-    making a local client stays cheap.
+    when the provider cannot run here (not built, no engine, no SDK, no or a refused key).
+    'local' always can and is not even imported here, so making a local client stays cheap.
     """
     concrete = resolve_mode(mode)
     if concrete == "local":
         return concrete
-    preflight = getattr(provider_class(concrete), "preflight", None)
-    if callable(preflight):
-        try:
-            preflight(**options)
-        except ProviderUnavailableError:
-            raise
-        except Exception as exc:  # whatever the provider raised: one line, naming the mode
-            text = " ".join(str(exc).split()) or type(exc).__name__
-            if not isinstance(exc, DeepGymError):
-                text = f"{type(exc).__name__}: {text}"
-            raise ProviderUnavailableError(f"the {concrete!r} sandbox provider cannot run "
-                                           f"here: {text}") from exc
+    try:
+        provider_class(concrete).preflight(**options)
+    except ProviderUnavailableError:
+        raise
+    except Exception as exc:  # whatever the provider raised: one line, naming the mode
+        text = " ".join(str(exc).split()) or type(exc).__name__
+        if not isinstance(exc, DeepGymError):
+            text = f"{type(exc).__name__}: {text}"
+        raise ProviderUnavailableError(f"the {concrete!r} sandbox provider cannot run "
+                                       f"here: {text}") from exc
     return concrete
 
 

@@ -1,0 +1,383 @@
+"""The Daytona provider: judge runs in managed cloud sandboxes through the ``daytona`` SDK.
+
+Configured by explicit options or ``DAYTONA_API_KEY``, ``DAYTONA_API_URL`` and
+``DAYTONA_TARGET``. Each environment gets sandboxes from its own snapshot or image
+(``Environment.image``, else the provider's ``image`` or ``snapshot``) with the provider's
+resources, all network blocked, and auto-stop and auto-delete set, so a crashed actor never
+leaks a paid sandbox for long. A provider keeps the sandboxes it made and hands each run one
+that no other run is using: a fresh work directory per run, the solution under a fresh uid,
+and the run's processes proven gone before the sandbox is used again (a sandbox whose cleanup
+is not proven, whose user is not root, or that failed is deleted instead). Sandboxes are
+recreated when they die, expire or are evicted, and deleted on ``close``.
+
+A run costs two calls: one bulk upload (judge, verifier, solution, the runner's config) and one
+session command, whose stdout and stderr come back apart (``process.exec`` would mix them).
+Every call is bounded by our own deadline (see ``calls``), and every failure is a typed
+:class:`~deepgym_ray.exceptions.SandboxError`: no verdict, retried elsewhere by the pool.
+
+Example:
+    >>> provider = DaytonaProvider(api_url="http://127.0.0.1:3000/api")  # doctest: +SKIP
+    >>> DeepGym(provider=provider).run(env, answer).score                 # doctest: +SKIP
+    1.0
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import secrets
+import threading
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import PurePosixPath
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from deepgym_ray.exceptions import ProviderHTTPError, SandboxError
+from deepgym_ray.judge import JUDGE_FILES, RUNNER
+from deepgym_ray.models import Environment
+from deepgym_ray.sandboxes.base import CommandResult, Sandbox, SandboxProvider
+from deepgym_ray.sandboxes.daytona import command as cmd
+from deepgym_ray.sandboxes.daytona.calls import bounded
+
+__all__ = ["PROVIDER_CLASS", "DaytonaOptions", "DaytonaProvider", "make_provider"]
+
+logger = logging.getLogger(__name__)
+SESSION = "deepgym"
+MB = 1 << 20
+_INSTALL_HINT = "pip install 'deepgym_ray[daytona]'"
+
+
+class DaytonaOptions(BaseModel):
+    """The provider's settings; unset connection fields come from the DAYTONA_* variables."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    api_key: str | None = None
+    api_url: str | None = None
+    target: str | None = None
+    snapshot: str | None = None
+    image: str | None = None
+    cpu: int | None = Field(default=None, ge=1)
+    memory: int | None = Field(default=None, ge=1, description="GiB")
+    disk: int | None = Field(default=None, ge=1, description="GiB")
+    auto_stop_minutes: int = Field(default=15, ge=1)
+    auto_delete_minutes: int = Field(default=30, ge=0)
+    call_timeout: float = Field(default=60.0, gt=0)
+    create_timeout: float = Field(default=180.0, gt=0)
+    reuse: bool = True
+    solution_memory_mb: int = Field(default=1024, ge=64)
+    max_processes: int = Field(default=64, ge=4)
+
+    def resolved(self) -> DaytonaOptions:
+        env = os.environ
+        return self.model_copy(update={
+            "api_key": self.api_key or env.get("DAYTONA_API_KEY") or None,
+            "api_url": self.api_url or env.get("DAYTONA_API_URL") or None,
+            "target": self.target or env.get("DAYTONA_TARGET") or None,
+        })
+
+
+def _sdk() -> Any:
+    try:
+        import daytona
+
+        # The SDK loads its client lazily (about a second, more on a busy machine): load it
+        # here, outside any call's deadline.
+        _ = (daytona.Daytona, daytona.DaytonaConfig, daytona.FileUpload)
+    except ImportError as exc:
+        raise SandboxError(f"the Daytona provider needs the 'daytona' SDK ({_INSTALL_HINT}): "
+                           f"{exc}") from None
+    return daytona
+
+
+@dataclass
+class _Remote:
+    """One Daytona sandbox this provider made; used by one run at a time."""
+
+    sdk: Any
+    key: tuple
+    home: str
+    as_root: bool
+    last_used: float = field(default_factory=time.monotonic)
+    runs: int = 0
+    judge_digest: str | None = None  # which judge files are in its judge directory
+
+    @property
+    def judge_dir(self) -> str:
+        return f"{self.home}/deepgym/judge"
+
+    @property
+    def id(self) -> str:
+        return str(self.sdk.id)
+
+
+@dataclass
+class _Run:
+    remote: _Remote
+    dir: str
+    uid: int | None
+    files: dict[str, bytes] = field(default_factory=dict)
+    reusable: bool = True  # False after a failure or an unproven cleanup: delete, not reuse
+
+
+class DaytonaProvider(SandboxProvider):
+    """Judge runs in Daytona sandboxes (see the module docstring); options: DaytonaOptions."""
+
+    name = "daytona"
+    #: A run mostly waits on the network: the pool gives it many light actors, each with many
+    #: runs in flight (see ``deepgym_ray.pool.default_shape``).
+    io_bound = True
+    python = "python3"
+
+    def __init__(self, **options: Any) -> None:
+        self.options = DaytonaOptions(**options).resolved()
+        self._client: Any = None
+        self._lock = threading.Lock()
+        self._idle: dict[tuple, list[_Remote]] = {}
+        self._remotes: dict[str, _Remote] = {}
+        self._closed = False
+
+    # --- start-up checks -----------------------------------------------------------------
+
+    @classmethod
+    def preflight(cls, **options: Any) -> None:
+        """Raise SandboxError with one clear line when the SDK is missing, no key is set, or
+        the server refuses the key; return quietly when Daytona answers."""
+        sdk = _sdk()
+        opts = DaytonaOptions(**options).resolved()
+        if not opts.api_key:
+            raise SandboxError("Daytona needs an API key: set DAYTONA_API_KEY or pass api_key")
+        where = opts.api_url or "the default Daytona API"
+        try:
+            client = bounded(_new_client, sdk, opts, deadline=opts.call_timeout,
+                             what="connect to Daytona")
+            query = sdk.ListSandboxesQuery(limit=1)
+            bounded(lambda: next(iter(client.list(query, request_timeout=opts.call_timeout)),
+                                 None), deadline=opts.call_timeout, what="list sandboxes")
+        except ProviderHTTPError as exc:
+            if exc.status in (401, 403):
+                raise SandboxError(f"Daytona refused the API key at {where} (HTTP {exc.status})"
+                                   "; check DAYTONA_API_KEY") from None
+            raise SandboxError(f"Daytona at {where} answered HTTP {exc.status}") from None
+        except SandboxError as exc:
+            first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+            raise type(exc)(f"cannot use Daytona at {where}: {first}") from None
+
+    def client(self) -> Any:
+        """The SDK client, made on first use."""
+        if self._client is None:
+            with self._lock:
+                if self._client is None:
+                    if not self.options.api_key:
+                        raise SandboxError("Daytona needs an API key: set DAYTONA_API_KEY")
+                    self._client = bounded(_new_client, _sdk(), self.options,
+                                           deadline=self.options.call_timeout,
+                                           what="connect to Daytona")
+        return self._client
+
+    # --- sandboxes -------------------------------------------------------------------------
+
+    def _spec(self, env: Environment) -> tuple:
+        o = self.options
+        image = env.image or o.image
+        return (image, None if image else o.snapshot, o.cpu, o.memory, o.disk)
+
+    def _acquire(self, env: Environment) -> _Remote:
+        key = self._spec(env)
+        # Reuse only well inside the auto-stop interval: a stopped sandbox would fail the run.
+        fresh_for = self.options.auto_stop_minutes * 60 * 0.8
+        stale: list[_Remote] = []
+        with self._lock:
+            if self._closed:
+                raise SandboxError("the Daytona provider is closed")
+            idle = self._idle.get(key, [])
+            while idle:
+                remote = idle.pop()
+                if time.monotonic() - remote.last_used < fresh_for:
+                    break
+                stale.append(remote)
+            else:
+                remote = None
+        for old in stale:
+            self._discard(old, "idle too long")
+        return remote or self._create_remote(key)
+
+    def _create_remote(self, key: tuple) -> _Remote:
+        sdk, o = _sdk(), self.options
+        image, snapshot, cpu, memory, disk = key
+        common = dict(language="python", network_block_all=True, labels={"deepgym": "judge"},
+                      auto_stop_interval=o.auto_stop_minutes,
+                      auto_delete_interval=o.auto_delete_minutes)
+        if image:
+            resources = sdk.Resources(cpu=cpu, memory=memory, disk=disk)
+            params = sdk.CreateSandboxFromImageParams(image=image, resources=resources, **common)
+        else:
+            params = sdk.CreateSandboxFromSnapshotParams(snapshot=snapshot, **common)
+        client = self.client()
+        box = bounded(client.create, params, timeout=o.create_timeout,
+                      deadline=o.create_timeout + 5, what="create a sandbox")
+        try:
+            home = bounded(box.get_user_home_dir, deadline=o.call_timeout,
+                           what="find the sandbox's home", sandbox_id=box.id)
+            bounded(box.process.create_session, SESSION, request_timeout=o.call_timeout,
+                    deadline=o.call_timeout, what="open a session", sandbox_id=box.id)
+        except SandboxError:
+            self._delete(box)
+            raise
+        remote = _Remote(sdk=box, key=key, home=str(home).rstrip("/"),
+                         as_root=getattr(box, "user", None) == "root")
+        with self._lock:
+            self._remotes[remote.id] = remote
+        if not remote.as_root:
+            logger.warning("Daytona sandbox user is %r, not root: solutions run as the runner's "
+                           "user and each sandbox serves one run", getattr(box, "user", None))
+        return remote
+
+    def _delete(self, box: Any) -> None:
+        try:
+            bounded(box.delete, timeout=self.options.call_timeout,
+                    deadline=self.options.call_timeout + 5, what="delete a sandbox",
+                    sandbox_id=box.id)
+        except SandboxError as exc:  # auto-delete removes it later
+            logger.warning("could not delete Daytona sandbox %s: %s", box.id, exc)
+
+    def _discard(self, remote: _Remote, why: str) -> None:
+        logger.debug("deleting Daytona sandbox %s: %s", remote.id, why)
+        with self._lock:
+            self._remotes.pop(remote.id, None)
+        threading.Thread(target=self._delete, args=(remote.sdk,), daemon=True).start()
+
+    # --- the provider protocol -------------------------------------------------------------
+
+    def create(self, env: Environment) -> Sandbox:
+        remote = self._acquire(env)
+        run_id = secrets.token_hex(8)
+        uid = (1 << 20) + secrets.randbelow(1 << 29) if remote.as_root else None
+        run = _Run(remote=remote, dir=f"{remote.home}/deepgym/{run_id}", uid=uid)
+        return Sandbox(id=f"{remote.id}/{run_id}", provider=self.name, handle=run)
+
+    def put_files(self, sandbox: Sandbox, files: Mapping[str, bytes]) -> None:
+        run: _Run = sandbox.handle
+        for name, content in files.items():
+            rel = PurePosixPath(name)
+            if rel.is_absolute() or ".." in rel.parts or not rel.parts:
+                raise SandboxError(f"cannot put {name!r}: not a relative path inside the sandbox")
+            run.files[str(rel)] = bytes(content)  # sent with the run: one upload per run
+
+    def solution_launch(self, sandbox: Sandbox) -> dict:
+        """The solution runs under the run's uid (when we are root) with resource limits."""
+        run: _Run = sandbox.handle
+        limits = {"as": self.options.solution_memory_mb * MB, "nproc": self.options.max_processes,
+                  "fsize": 64 * MB, "nofile": 256, "core": 0}
+        return {"launch": {"kind": "plain", "prefix": [], "python": None, "uid": run.uid,
+                           "limits": limits},
+                "solution_dir": cmd.solution_dir(run.dir),
+                "clean_marker": f"{run.dir}/{cmd.CLEAN_MARKER}"}
+
+    def run(self, sandbox: Sandbox, command: Sequence[str], *, timeout: float,
+            stdin: bytes | None = None, env: Mapping[str, str] | None = None) -> CommandResult:
+        run: _Run = sandbox.handle
+        remote, o = run.remote, self.options
+        sdk = _sdk()
+        judge = {n: data for n, data in run.files.items() if n in JUDGE_FILES}
+        files = {n: data for n, data in run.files.items() if n not in judge}
+        files[cmd.STDIN_FILE] = stdin or b""
+        uploads = [sdk.FileUpload(source=data, destination=f"{run.dir}/{name}")
+                   for name, data in files.items()]
+        digest = _digest(judge)
+        if judge and digest != remote.judge_digest:  # the judge goes once per sandbox
+            uploads += [sdk.FileUpload(source=data, destination=f"{remote.judge_dir}/{name}")
+                        for name, data in judge.items()]
+        argv = list(command)
+        if argv[-1:] == [RUNNER]:
+            argv[-1] = f"{remote.judge_dir}/{RUNNER}"
+        started = time.monotonic()
+        try:
+            bounded(remote.sdk.fs.upload_files, uploads, timeout=int(o.call_timeout),
+                    deadline=o.call_timeout, what="upload the run's files", sandbox_id=remote.id)
+            remote.judge_digest = digest if judge else remote.judge_digest
+            shell = cmd.run_command(run.dir, timeout, uid=run.uid, env=env or {}, argv=argv,
+                                    judge_dir=remote.judge_dir)
+            request = sdk.SessionExecuteRequest(command=shell)
+            # The command is bounded inside the sandbox; the call gets the run's time plus a
+            # margin for the provider to answer, and then it is the provider that hangs.
+            response = bounded(remote.sdk.process.execute_session_command, SESSION, request,
+                               timeout=int(timeout + o.call_timeout),
+                               deadline=timeout + o.call_timeout, what="run the judge",
+                               sandbox_id=remote.id)
+        except SandboxError:
+            run.reusable = False
+            raise
+        duration = time.monotonic() - started
+        stderr = (response.stderr or "").encode("utf-8", "surrogateescape")
+        sweep = cmd.sweep_outcome(stderr)
+        run.reusable = sweep == "clean" and remote.as_root
+        code = response.exit_code
+        if code is None:
+            run.reusable = False
+            raise SandboxError("Daytona returned no exit code for the run",
+                               sandbox_id=sandbox.id)
+        timed_out = code == cmd.KILLED_AT_DEADLINE and duration >= timeout
+        return CommandResult(exit_code=None if timed_out else code,
+                             stdout=(response.stdout or "").encode("utf-8", "surrogateescape"),
+                             stderr=cmd.strip_sweep(stderr), timed_out=timed_out,
+                             duration=duration)
+
+    def destroy(self, sandbox: Sandbox) -> None:
+        run: _Run = sandbox.handle
+        remote = run.remote
+        remote.runs += 1
+        if not (run.reusable and self.options.reuse):
+            self._discard(remote, "not proven clean" if run.reusable else "failed or unchecked")
+            return
+        remote.last_used = time.monotonic()
+        with self._lock:
+            if not self._closed:
+                self._idle.setdefault(remote.key, []).append(remote)
+                return
+        self._discard(remote, "provider closed")
+
+    def close(self) -> None:
+        """Delete every sandbox this provider made (in parallel, each call bounded)."""
+        with self._lock:
+            self._closed = True
+            remotes = list(self._remotes.values())
+            self._remotes.clear()
+            self._idle.clear()
+        threads = [threading.Thread(target=self._delete, args=(r.sdk,), daemon=True)
+                   for r in remotes]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(self.options.call_timeout + 10)
+
+    def live_sandboxes(self) -> list[str]:
+        """The ids of the sandboxes this provider holds (idle or in use)."""
+        with self._lock:
+            return sorted(self._remotes)
+
+
+def _digest(files: Mapping[str, bytes]) -> str:
+    hasher = hashlib.sha256()
+    for name in sorted(files):
+        hasher.update(f"{name}\0{len(files[name])}\0".encode())
+        hasher.update(files[name])
+    return hasher.hexdigest()
+
+
+def _new_client(sdk: Any, options: DaytonaOptions) -> Any:
+    config = sdk.DaytonaConfig(api_key=options.api_key, api_url=options.api_url,
+                               target=options.target)
+    return sdk.Daytona(config)
+
+
+def make_provider(**options: Any) -> DaytonaProvider:
+    """A DaytonaProvider with ``options`` (see DaytonaOptions)."""
+    return DaytonaProvider(**options)
+
+
+PROVIDER_CLASS = DaytonaProvider

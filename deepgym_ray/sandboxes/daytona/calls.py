@@ -1,0 +1,136 @@
+"""Calls into the ``daytona`` SDK: each bounded by our own deadline, each failure typed.
+
+The SDK's own timeouts use SIGALRM on the main thread and an asynchronous exception elsewhere,
+which cannot interrupt a blocking socket call in a Ray actor's thread; so every call here runs on
+a daemon thread of its own and the caller stops waiting at the deadline (the SDK's socket
+timeout, set a little later, ends the abandoned thread). Failures become
+:class:`~deepgym_ray.exceptions.SandboxError` subclasses that say what went wrong: the
+connection, a timeout, an HTTP status, or a sandbox that is gone.
+
+Example:
+    >>> translate(ConnectionRefusedError("refused"), "create a sandbox")  # doctest: +ELLIPSIS
+    ProviderConnectionError('create a sandbox: ...')
+"""
+
+from __future__ import annotations
+
+import queue
+import threading
+from collections.abc import Callable
+from concurrent.futures import Future
+from concurrent.futures import TimeoutError as FutureTimeout
+from typing import Any, TypeVar
+
+from deepgym_ray.exceptions import (
+    ProviderConnectionError,
+    ProviderHTTPError,
+    ProviderTimeoutError,
+    SandboxError,
+    SandboxEvictedError,
+    SandboxExpiredError,
+)
+
+T = TypeVar("T")
+
+# Statuses that mean "this sandbox is no longer there" when the call was about one we hold.
+GONE_STATUSES = frozenset({404, 410})
+
+
+def _chain(exc: BaseException) -> list[BaseException]:
+    seen: list[BaseException] = []
+    current: BaseException | None = exc
+    while current is not None and all(current is not s for s in seen):
+        seen.append(current)
+        current = current.__cause__ or current.__context__
+    return seen
+
+
+def _sdk_class(exc: BaseException) -> str:
+    return type(exc).__name__ if type(exc).__module__.startswith("daytona") else ""
+
+
+def translate(exc: BaseException, what: str, sandbox_id: str | None = None) -> SandboxError:
+    """The SandboxError for an SDK failure of the call ``what``; ``sandbox_id`` when the call
+    was about a sandbox we hold (then 404/410 mean it is gone, not a bad request)."""
+    if isinstance(exc, SandboxError):
+        return exc
+    message = f"{what}: {exc}"
+    names = {_sdk_class(e) for e in _chain(exc)}
+    if "DaytonaSpotEvictedError" in names:
+        return SandboxEvictedError(message, sandbox_id=sandbox_id)
+    if "DaytonaQueueTimeoutError" in names:
+        return SandboxExpiredError(message, sandbox_id=sandbox_id)
+    status = getattr(exc, "status_code", None)
+    if isinstance(status, int):
+        if status in GONE_STATUSES and sandbox_id is not None:
+            return SandboxEvictedError(f"{what}: the sandbox is gone ({exc})",
+                                       sandbox_id=sandbox_id)
+        if status == 408:
+            return ProviderTimeoutError(message, sandbox_id=sandbox_id)
+        return ProviderHTTPError(status, message, sandbox_id=sandbox_id)
+    if names & {"DaytonaTimeoutError", "DaytonaConnectionTimeoutError"}:
+        return ProviderTimeoutError(message, sandbox_id=sandbox_id)
+    # A refused or broken connection arrives as a plain DaytonaError; its cause says which.
+    for link in _chain(exc):
+        if isinstance(link, TimeoutError) or "Timeout" in type(link).__name__:
+            return ProviderTimeoutError(message, sandbox_id=sandbox_id)
+        if isinstance(link, ConnectionError) or type(link).__name__ in (
+                "NewConnectionError", "ProtocolError", "MaxRetryError", "RemoteDisconnected",
+                "ConnectError", "ReadError", "RemoteProtocolError", "WriteError"):
+            return ProviderConnectionError(message, sandbox_id=sandbox_id)
+    error = SandboxError(message, sandbox_id=sandbox_id)
+    error.__cause__ = exc
+    return error
+
+
+class _DaemonWorkers:
+    """Daemon threads for SDK calls, kept for reuse (a thread start is costly on a busy
+    machine); a new one starts whenever none is idle, so a hung call never blocks another."""
+
+    def __init__(self) -> None:
+        self._queue: queue.SimpleQueue = queue.SimpleQueue()
+        self._idle = 0
+        self._lock = threading.Lock()
+
+    def submit(self, fn: Callable[[], Any]) -> Future:
+        future: Future = Future()
+        with self._lock:
+            spawn = self._idle == 0
+            if not spawn:
+                self._idle -= 1
+        self._queue.put((fn, future))
+        if spawn:
+            threading.Thread(target=self._work, daemon=True, name="daytona-call").start()
+        return future
+
+    def _work(self) -> None:
+        while True:
+            try:
+                fn, future = self._queue.get()
+                try:
+                    future.set_result(fn())
+                except BaseException as exc:  # noqa: B036 - the SDK's timeout marker too
+                    future.set_exception(exc)
+            except BaseException:  # noqa: B036, S112 - a stray async exception: keep serving
+                pass
+            with self._lock:
+                self._idle += 1
+
+
+_WORKERS = _DaemonWorkers()
+
+
+def bounded(fn: Callable[..., T], *args: Any, deadline: float, what: str,
+            sandbox_id: str | None = None, **kwargs: Any) -> T:
+    """``fn(*args, **kwargs)`` on a daemon thread, given up after ``deadline`` seconds.
+
+    Raises ProviderTimeoutError at the deadline and the translated error when the call fails.
+    """
+    future = _WORKERS.submit(lambda: fn(*args, **kwargs))
+    try:
+        return future.result(timeout=deadline)
+    except FutureTimeout:
+        raise ProviderTimeoutError(f"{what}: no answer from Daytona within {deadline:.0f}s",
+                                   sandbox_id=sandbox_id) from None
+    except BaseException as exc:  # noqa: B036 - whatever the call raised, typed
+        raise translate(exc, what, sandbox_id) from exc

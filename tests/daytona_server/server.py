@@ -1,0 +1,382 @@
+"""A local server speaking the part of Daytona's REST and toolbox API that the SDK uses for
+deepgym_ray's Daytona provider, executing commands for real on this machine.
+
+Request bodies are parsed and responses built with the SDK's own generated models
+(``daytona_api_client``, ``daytona_toolbox_api_client``), so the wire format is the real one.
+Each sandbox is a home directory here (mode 0711, so a solution's uid can reach its own
+directory inside); commands run with ``bash -c`` in it, as this process's user, in their own
+process group, killed when the sandbox is stopped or deleted. Faults are injected on demand
+(see ``faults``). Every response goes out in one write: headers and body in two sends cost a
+delayed-ACK stall (~40 ms) per call.
+"""
+
+from __future__ import annotations
+
+import email.parser
+import email.policy
+import hashlib
+import json
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import threading
+import time
+import uuid
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path, PurePosixPath
+
+from daytona_api_client import CreateSandbox, ListSandboxesResponse, SandboxState, ToolboxProxyUrl
+from daytona_api_client import Sandbox as SandboxDto
+from daytona_toolbox_api_client import (
+    CreateSessionRequest,
+    ExecuteRequest,
+    ExecuteResponse,
+    Session,
+    SessionExecuteRequest,
+    SessionExecuteResponse,
+    UserHomeDirResponse,
+)
+
+from .faults import Faults
+
+_ROUTES = [
+    ("POST", r"/api/sandbox", "create"),
+    ("GET", r"/api/sandbox", "list"),
+    ("GET", r"/api/sandbox/(?P<sid>[^/]+)", "get"),
+    ("DELETE", r"/api/sandbox/(?P<sid>[^/]+)", "delete"),
+    ("POST", r"/api/sandbox/(?P<sid>[^/]+)/start", "start"),
+    ("POST", r"/api/sandbox/(?P<sid>[^/]+)/stop", "stop"),
+    ("POST", r"/api/sandbox/(?P<sid>[^/]+)/autostop/(?P<n>-?\d+)", "autostop"),
+    ("POST", r"/api/sandbox/(?P<sid>[^/]+)/autodelete/(?P<n>-?\d+)", "autodelete"),
+    ("GET", r"/api/sandbox/(?P<sid>[^/]+)/toolbox-proxy-url", "proxy_url"),
+    ("GET", r"/toolbox/(?P<sid>[^/]+)/user-home-dir", "home_dir"),
+    ("POST", r"/toolbox/(?P<sid>[^/]+)/files/bulk-upload", "upload"),
+    ("POST", r"/toolbox/(?P<sid>[^/]+)/process/execute", "execute"),
+    ("POST", r"/toolbox/(?P<sid>[^/]+)/process/session", "session"),
+    ("GET", r"/toolbox/(?P<sid>[^/]+)/process/session/(?P<ses>[^/]+)", "session_get"),
+    ("DELETE", r"/toolbox/(?P<sid>[^/]+)/process/session/(?P<ses>[^/]+)", "session_delete"),
+    ("POST", r"/toolbox/(?P<sid>[^/]+)/process/session/(?P<ses>[^/]+)/exec", "session_exec"),
+]
+_COMPILED = [(m, re.compile(p + r"/?$"), name) for m, p, name in _ROUTES]
+OUTPUT_LIMIT = 32 << 20
+
+
+class HttpError(Exception):
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status, self.message = status, message
+
+
+class _Box:
+    """One sandbox: its DTO fields, its home directory, its sessions and live processes."""
+
+    def __init__(self, sid: str, request: CreateSandbox, root: Path) -> None:
+        self.id = sid
+        self.request = request
+        self.home = root / sid
+        self.home.mkdir(mode=0o711)
+        self.home.chmod(0o711)
+        self.state = SandboxState.STARTED
+        self.auto_stop = request.auto_stop_interval
+        self.auto_delete = request.auto_delete_interval
+        self.sessions: set[str] = set()
+        self.uploaded: list[tuple[str, bytes]] = []  # since the last command (for replay)
+        self.procs: set[subprocess.Popen] = set()
+        self.created = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+
+    def kill_all(self) -> None:
+        for proc in list(self.procs):
+            try:
+                os.killpg(proc.pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+
+
+class DaytonaTestServer:
+    """The server. ``start()`` serves on a thread; ``url`` is what DAYTONA_API_URL takes."""
+
+    def __init__(self, host: str = "127.0.0.1", port: int = 0, api_key: str = "test-key",
+                 user: str | None = None, replay: bool = False) -> None:
+        self.api_key = api_key
+        # Bench mode: a judge run whose files were seen before is answered from the first
+        # real run's output (re-tagged with this run's token) instead of executed again, so
+        # this machine's CPU does not stand in for the cloud's.
+        self.replay = replay
+        self._replays: dict[str, tuple[str, int | None, bytes, bytes]] = {}
+        self.faults = Faults()
+        self.user = user or ("root" if os.geteuid() == 0 else "daytona")
+        self.root = Path(tempfile.mkdtemp(prefix="daytona-test-server-"))
+        self.root.chmod(0o711)
+        self.boxes: dict[str, _Box] = {}
+        self.lock = threading.Lock()
+        self.calls: dict[str, int] = {}
+        handler = type("Handler", (_Handler,), {"server_ref": self})
+        self.httpd = ThreadingHTTPServer((host, port), handler)
+        self.httpd.daemon_threads = True
+        self.httpd.request_queue_size = 1024
+        self.host, self.port = self.httpd.server_address[:2]
+        self._thread: threading.Thread | None = None
+
+    @property
+    def url(self) -> str:
+        return f"http://{self.host}:{self.port}/api"
+
+    def start(self) -> DaytonaTestServer:
+        self._thread = threading.Thread(target=self.httpd.serve_forever, daemon=True,
+                                        name="daytona-test-server")
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self.faults.release.set()
+        self.httpd.shutdown()
+        self.httpd.server_close()
+        with self.lock:
+            boxes = list(self.boxes.values())
+            self.boxes.clear()
+        for box in boxes:
+            box.kill_all()
+        shutil.rmtree(self.root, ignore_errors=True)
+
+    def live_sandboxes(self) -> list[str]:
+        with self.lock:
+            return [b.id for b in self.boxes.values() if b.state != SandboxState.DESTROYED]
+
+    def vanish(self, sid: str) -> None:
+        """The sandbox disappears: processes killed, files gone, later calls get 404."""
+        with self.lock:
+            box = self.boxes.pop(sid, None)
+        if box is not None:
+            box.state = SandboxState.DESTROYED
+            box.kill_all()
+            shutil.rmtree(box.home, ignore_errors=True)
+
+    # --- the API -----------------------------------------------------------------------------
+
+    def dto(self, box: _Box) -> SandboxDto:
+        req = box.request
+        return SandboxDto(
+            id=box.id, organization_id="org-test", name=req.name or box.id,
+            snapshot=req.snapshot, user=self.user, env=req.env or {}, labels=req.labels or {},
+            public=bool(req.public), network_block_all=bool(req.network_block_all), kvm=False,
+            target=req.target or "local", cpu=req.cpu or 1, gpu=0, memory=req.memory or 1,
+            disk=req.disk or 3, state=box.state, auto_stop_interval=box.auto_stop,
+            auto_delete_interval=box.auto_delete, created_at=box.created,
+            updated_at=box.created,
+            toolbox_proxy_url=f"http://{self.host}:{self.port}/toolbox",
+        )
+
+    def box(self, sid: str) -> _Box:
+        with self.lock:
+            box = self.boxes.get(sid)
+        if box is None or box.state == SandboxState.DESTROYED:
+            raise HttpError(404, f"Sandbox with ID or name {sid} not found")
+        return box
+
+    def create(self, body: bytes) -> dict:
+        request = CreateSandbox.from_json(body.decode())
+        sid = uuid.uuid4().hex[:16]
+        box = _Box(sid, request, self.root)
+        with self.lock:
+            self.boxes[sid] = box
+        return self.dto(box).to_dict()
+
+    def run(self, box: _Box, command: str, cwd: str | None, env: dict | None,
+            timeout: float | None, vanish: bool = False) -> tuple[int | None, bytes, bytes]:
+        if box.state != SandboxState.STARTED:
+            raise HttpError(409, f"Sandbox {box.id} is not started (state {box.state.value})")
+        workdir = box.home / (cwd or "")
+        environ = {"PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8",
+                   "HOME": str(box.home), **(env or {})}
+        proc = subprocess.Popen(["bash", "-c", command], cwd=workdir, env=environ,
+                                stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, start_new_session=True)
+        box.procs.add(proc)
+        if vanish:  # the sandbox disappears while the command runs
+            self.vanish(box.id)
+        try:
+            out, err = proc.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            out, err = proc.communicate()
+        finally:
+            box.procs.discard(proc)
+        if box.state == SandboxState.DESTROYED:
+            raise HttpError(404, f"Sandbox with ID or name {box.id} not found")
+        return proc.returncode, out[:OUTPUT_LIMIT], err[:OUTPUT_LIMIT]
+
+    @staticmethod
+    def _run_key(uploaded: list[tuple[str, bytes]]) -> tuple[str, str] | None:
+        """(digest of the run's own files, its token) when the upload was a judge run's."""
+        files = sorted((PurePosixPath(p).name, c) for p, c in uploaded if "/judge/" not in p)
+        stdin = dict(files).get(".deepgym-stdin")
+        try:
+            token = json.loads(stdin)["token"] if stdin else None
+        except (ValueError, KeyError, TypeError):
+            token = None
+        if not token:
+            return None
+        digest = hashlib.sha256(repr([f for f in files if f[0] != ".deepgym-stdin"]).encode())
+        return digest.hexdigest(), token
+
+    def _remember(self, uploaded: list, code: int | None, out: bytes, err: bytes) -> None:
+        key = self._run_key(uploaded)
+        if key is not None:
+            with self.lock:
+                self._replays.setdefault(key[0], (key[1], code, out, err))
+
+    def _replayed(self, uploaded: list) -> tuple[int | None, bytes, bytes] | None:
+        key = self._run_key(uploaded)
+        with self.lock:
+            seen = self._replays.get(key[0]) if key is not None else None
+        if seen is None:
+            return None
+        token, code, out, err = seen
+        return code, out.replace(token.encode(), key[1].encode()), err
+
+    def upload(self, box: _Box, content_type: str, body: bytes) -> None:
+        message = email.parser.BytesParser(policy=email.policy.HTTP).parsebytes(
+            f"Content-Type: {content_type}\r\n\r\n".encode() + body)
+        paths: dict[str, str] = {}
+        contents: dict[str, bytes] = {}
+        for part in message.iter_parts():
+            name = part.get_param("name", header="content-disposition")
+            match = re.fullmatch(r"files\[(\d+)\]\.(path|file)", name or "")
+            if not match:
+                raise HttpError(400, f"unexpected form field {name!r}")
+            if match.group(2) == "path":
+                paths[match.group(1)] = part.get_content().strip()
+            else:
+                contents[match.group(1)] = part.get_payload(decode=True) or b""
+        for index, path in paths.items():
+            rel = PurePosixPath(path)
+            target = rel if rel.is_absolute() else box.home / rel
+            if not str(Path(target).resolve()).startswith(str(box.home.resolve())):
+                raise HttpError(400, f"path {path!r} is outside the sandbox")
+            Path(target).parent.mkdir(parents=True, exist_ok=True)
+            Path(target).write_bytes(contents.get(index, b""))
+            box.uploaded.append((str(rel), contents.get(index, b"")))
+
+    def handle(self, call: str, params: dict, body: bytes, content_type: str) -> tuple[int, object]:
+        if call == "create":
+            return 200, self.create(body)
+        if call == "list":  # no sandbox listing needed on these paths: an empty page
+            return 200, ListSandboxesResponse(items=[], next_cursor=None).to_dict()
+        box = self.box(params["sid"])
+        if call == "get":
+            return 200, self.dto(box).to_dict()
+        if call == "delete":
+            self.vanish(box.id)
+            box.state = SandboxState.DESTROYED
+            return 200, self.dto(box).to_dict()
+        if call in ("start", "stop"):
+            if call == "stop":
+                box.kill_all()
+            box.state = SandboxState.STARTED if call == "start" else SandboxState.STOPPED
+            return 200, self.dto(box).to_dict()
+        if call in ("autostop", "autodelete"):
+            setattr(box, "auto_stop" if call == "autostop" else "auto_delete", int(params["n"]))
+            return 200, self.dto(box).to_dict()
+        if call == "proxy_url":
+            return 200, ToolboxProxyUrl(url=f"http://{self.host}:{self.port}/toolbox").to_dict()
+        if call == "home_dir":
+            return 200, UserHomeDirResponse(dir=str(box.home)).to_dict()
+        if call == "upload":
+            self.upload(box, content_type, body)
+            return 200, None
+        if call == "execute":
+            req = ExecuteRequest.from_json(body.decode())
+            code, out, err = self.run(box, req.command, req.cwd, req.envs, req.timeout or 10,
+                                      params.get("vanish", False))
+            return 200, ExecuteResponse(exit_code=code if code is not None else -1,
+                                        result=(out + err).decode("utf-8", "replace")).to_dict()
+        if call == "session":
+            box.sessions.add(CreateSessionRequest.from_json(body.decode()).session_id)
+            return 201, None
+        if params.get("ses") not in box.sessions:
+            raise HttpError(404, f"session {params.get('ses')} not found")
+        if call == "session_get":
+            return 200, Session(session_id=params["ses"], commands=[]).to_dict()
+        if call == "session_delete":
+            box.sessions.discard(params["ses"])
+            return 204, None
+        req = SessionExecuteRequest.from_json(body.decode())
+        uploaded, box.uploaded = box.uploaded, []
+        replayed = self._replayed(uploaded) if self.replay else None
+        if replayed is not None:
+            code, out, err = replayed
+        else:
+            code, out, err = self.run(box, req.command, None, None, None,
+                                      params.get("vanish", False))
+            if self.replay:
+                self._remember(uploaded, code, out, err)
+        return 200, SessionExecuteResponse(
+            cmd_id=uuid.uuid4().hex, output=(out + err).decode("utf-8", "replace"),
+            stdout=out.decode("utf-8", "replace"), stderr=err.decode("utf-8", "replace"),
+            exit_code=code).to_dict()
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    server_ref: DaytonaTestServer
+
+    def log_message(self, format: str, *args: object) -> None:  # noqa: A002 - stdlib's name
+        pass
+
+    def _route(self) -> tuple[str, dict] | None:
+        path = self.path.split("?", 1)[0]
+        for method, pattern, name in _COMPILED:
+            match = pattern.match(path)
+            if method == self.command and match:
+                return name, match.groupdict()
+        return None
+
+    def _reply(self, status: int, payload: object) -> None:
+        body = b"" if payload is None else json.dumps(payload).encode()
+        head = (f"HTTP/1.1 {status} {self.responses.get(status, ('',))[0]}\r\n"
+                f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n")
+        self.wfile.write(head.encode() + body)  # one send: no delayed-ACK stall
+
+    def _serve(self) -> None:
+        server = self.server_ref
+        length = int(self.headers.get("Content-Length") or 0)
+        body = self.rfile.read(length) if length else b""
+        route = self._route()
+        if route is None:
+            return self._reply(404, {"statusCode": 404, "message": f"no route {self.path}"})
+        call, params = route
+        with server.lock:
+            server.calls[call] = server.calls.get(call, 0) + 1
+        delay = server.faults.delay_for(call)
+        if delay:
+            time.sleep(delay)
+        if self.headers.get("Authorization") != f"Bearer {server.api_key}":
+            return self._reply(401, {"statusCode": 401, "message": "Invalid API key"})
+        rule = server.faults.pick(call)
+        if rule is not None and rule.action == "status":
+            return self._reply(rule.status, {"statusCode": rule.status,
+                                             "message": f"injected {rule.status}"})
+        if rule is not None and rule.action == "hang":
+            server.faults.release.wait()
+            self.close_connection = True
+            return None
+        if rule is not None and rule.action == "drop":
+            self.close_connection = True
+            self.connection.shutdown(socket.SHUT_RDWR)
+            return None
+        if rule is not None and rule.action == "vanish":
+            params["vanish"] = True
+        try:
+            status, payload = server.handle(call, params, body,
+                                            self.headers.get("Content-Type", ""))
+        except HttpError as exc:
+            return self._reply(exc.status, {"statusCode": exc.status, "message": exc.message})
+        except ValueError as exc:  # a body the generated models refuse: the wire format is off
+            return self._reply(400, {"statusCode": 400, "message": f"bad request: {exc}"})
+        return self._reply(status, payload)
+
+    do_GET = do_POST = do_DELETE = do_PUT = do_PATCH = _serve

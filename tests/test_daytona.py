@@ -1,0 +1,281 @@
+"""The Daytona provider: the real ``daytona`` SDK against a local server that speaks its API
+(tests/daytona_server), through the Ray pool. Faults are injected by the server."""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+
+import pytest
+
+from deepgym_ray import sandboxes
+from deepgym_ray.client import DeepGym
+from deepgym_ray.config import DeepGymConfig, PoolConfig
+from deepgym_ray.envs import builtin_names, load_environment
+from deepgym_ray.exceptions import (
+    ProviderConnectionError,
+    ProviderHTTPError,
+    ProviderTimeoutError,
+    SandboxError,
+    SandboxEvictedError,
+    is_infrastructure_failure,
+)
+from deepgym_ray.pool import default_shape, get_pool
+from tests.envs_wrong_solutions import SUBTLY_WRONG
+
+pytest.importorskip("daytona")
+
+from deepgym_ray.sandboxes.daytona import DaytonaProvider  # noqa: E402
+from deepgym_ray.sandboxes.daytona.calls import bounded, translate  # noqa: E402
+
+ENV = load_environment("coin_change")
+WRONG = "def coin_change(coins, amount):\n    raise ValueError(\"no idea\")\n"
+
+
+@pytest.fixture
+def server(daytona_server):
+    daytona_server.faults.clear()
+    yield daytona_server
+    daytona_server.faults.clear()
+
+
+def _options(server, **extra):
+    return {"api_key": server.api_key, "api_url": server.url, **extra}
+
+
+@pytest.fixture(scope="module")
+def pool_client(daytona_server, ray_local):
+    """One Daytona client and its Ray pool for the module (actors import the SDK once)."""
+    config = DeepGymConfig(mode="daytona", provider_options=_options(daytona_server,
+                                                                      call_timeout=5.0),
+                           pool=PoolConfig(name="daytona-tests", actors=2, actor_concurrency=8,
+                                           num_cpus_per_actor=0.1))
+    client = DeepGym(config=config)
+    yield client
+    get_pool(client).shutdown()
+
+
+def _map_one(client, answer, env=ENV, retries=0):
+    return list(get_pool(client).map(env, [answer], max_parallel=1, max_retries=retries))[0]
+
+
+# -- mode='auto' and start-up checks ------------------------------------------------------------
+
+
+@pytest.fixture
+def fresh_auto(monkeypatch):
+    monkeypatch.setattr(sandboxes, "_warned_missing_sdk", False)
+    return monkeypatch
+
+
+def test_auto_without_a_key_is_local(fresh_auto, caplog):
+    fresh_auto.delenv("DAYTONA_API_KEY", raising=False)
+    with caplog.at_level(logging.WARNING):
+        assert sandboxes.resolve_mode("auto") == "local"
+        assert sandboxes.provider_class("auto").name == "local"
+        assert not sandboxes.is_io_bound("auto")
+    assert not [r for r in caplog.records if "DAYTONA" in r.getMessage()]
+
+
+def test_auto_with_a_key_but_no_sdk_is_local_with_one_warning(fresh_auto, caplog):
+    fresh_auto.setenv("DAYTONA_API_KEY", "some-key")
+    fresh_auto.setitem(sys.modules, "daytona", None)  # the SDK cannot be imported
+    with caplog.at_level(logging.WARNING):
+        assert sandboxes.resolve_mode("auto") == "local"
+        assert sandboxes.resolve_mode("auto") == "local"
+    warnings = [r for r in caplog.records if "DAYTONA_API_KEY" in r.getMessage()]
+    assert len(warnings) == 1
+
+
+def test_auto_with_a_key_and_the_sdk_is_daytona_and_runs(fresh_auto, server):
+    fresh_auto.setenv("DAYTONA_API_KEY", server.api_key)
+    fresh_auto.setenv("DAYTONA_API_URL", server.url)
+    client = DeepGym(mode="auto", backend="threads")
+    try:
+        assert isinstance(client.provider, DaytonaProvider)
+        assert client.run(ENV, ENV.reference_solution).score == 1.0
+    finally:
+        client.close()
+    assert default_shape("auto", 2, max_parallel=200) == (2, 100)  # io_bound, read by the pool
+
+
+def test_a_wrong_key_fails_at_client_creation_in_one_line(server):
+    with pytest.raises(SandboxError) as info:
+        DeepGym(mode="daytona", backend="threads", api_key="wrong-key", api_url=server.url)
+    message = str(info.value)
+    assert "refused the API key" in message and "401" in message and "\n" not in message
+
+
+def test_a_missing_key_or_sdk_fails_at_client_creation(server, monkeypatch):
+    monkeypatch.delenv("DAYTONA_API_KEY", raising=False)
+    with pytest.raises(SandboxError, match="DAYTONA_API_KEY"):
+        DeepGym(mode="daytona", backend="threads", api_url=server.url)
+    monkeypatch.setitem(sys.modules, "daytona", None)
+    with pytest.raises(SandboxError, match=r"needs the 'daytona' SDK"):
+        DaytonaProvider.preflight(**_options(server))
+
+
+def test_an_unreachable_server_fails_at_client_creation(server):
+    with pytest.raises(ProviderConnectionError, match="cannot use Daytona"):
+        DeepGym(mode="daytona", backend="threads", api_key="k",
+                api_url="http://127.0.0.1:9/api", call_timeout=5.0)
+
+
+# -- error translation -------------------------------------------------------------------------
+
+
+def test_sdk_errors_become_typed_infrastructure_failures(server):
+    import daytona
+
+    refused = daytona.DaytonaError("Failed to get sandbox: refused")
+    refused.__cause__ = ConnectionRefusedError(111, "refused")
+    assert isinstance(translate(refused, "get"), ProviderConnectionError)
+    for status in (500, 502, 503, 429, 401, 403):
+        error = translate(daytona.DaytonaError("x", status_code=status), "call")
+        assert isinstance(error, ProviderHTTPError) and error.status == status
+        assert is_infrastructure_failure(error)
+    assert isinstance(translate(daytona.DaytonaError("x", status_code=408), "c"),
+                      ProviderTimeoutError)
+    gone = translate(daytona.DaytonaNotFoundError("x", status_code=404), "run", "sb-1")
+    assert isinstance(gone, SandboxEvictedError) and is_infrastructure_failure(gone)
+    assert isinstance(translate(daytona.DaytonaSpotEvictedError("x"), "run", "sb"),
+                      SandboxEvictedError)
+    # The plain SDK error wrapping a refused connection is infrastructure by its cause chain.
+    assert is_infrastructure_failure(refused)
+
+
+def test_a_hung_call_is_given_up_at_our_deadline(server):
+    import threading
+
+    release = threading.Event()
+    with pytest.raises(ProviderTimeoutError, match="within"):
+        bounded(release.wait, 30, deadline=0.2, what="hang")
+    release.set()
+
+
+# -- scoring through the pool ------------------------------------------------------------------
+
+
+def test_every_builtin_reference_scores_one_and_a_wrong_answer_zero(pool_client, server):
+    names = builtin_names()
+    envs = [load_environment(n) for n in names]
+    right = pool_client.eval(envs, max_parallel=8)
+    misses = [(n, r.error_type, r.details)
+              for n, r in zip(names, right.results, strict=True) if r.score != 1.0]
+    assert [r.score for r in right.results] == [1.0] * len(names), misses
+    wrong_envs = [e for e in envs if e.name in SUBTLY_WRONG]
+    wrong = pool_client.eval(wrong_envs, [SUBTLY_WRONG[e.name] for e in wrong_envs],
+                             max_parallel=8)
+    for env, result in zip(wrong_envs, wrong.results, strict=True):
+        assert result.has_verdict and not result.passed and result.score < 1.0, (env.name,
+                                                                                 result)
+    flat = _map_one(pool_client, WRONG)
+    assert flat.has_verdict and flat.score == 0.0 and flat.reward == 0.0
+
+
+FAULTS = [
+    pytest.param(("session_exec", "status", 500), "ProviderHTTPError: HTTP 500", id="500"),
+    pytest.param(("session_exec", "status", 503), "ProviderHTTPError: HTTP 503", id="503"),
+    pytest.param(("upload", "status", 429), "ProviderHTTPError: HTTP 429", id="429"),
+    pytest.param(("session_exec", "status", 401), "ProviderHTTPError: HTTP 401", id="401"),
+    pytest.param(("upload", "status", 403), "ProviderHTTPError: HTTP 403", id="403"),
+    pytest.param(("session_exec", "hang", 0), "ProviderTimeoutError", id="hung-call"),
+    pytest.param(("session_exec", "drop", 0), "ProviderConnectionError", id="dropped"),
+    pytest.param(("session_exec", "vanish", 0), "SandboxEvictedError", id="sandbox-vanishes"),
+]
+
+
+@pytest.mark.parametrize(("fault", "expected"), FAULTS)
+def test_each_fault_gives_no_verdict_with_its_error(pool_client, server, fault, expected):
+    call, action, status = fault
+    # The SDK retries a dropped toolbox connection itself (three times): drop them all.
+    server.faults.add(call, action, status=status, times=None if action == "drop" else 1)
+    result = _map_one(pool_client, ENV.reference_solution)
+    assert not result.has_verdict and result.reward is None and not result.passed, result
+    assert result.error_type == "sandbox_error"
+    assert expected in (result.details or ""), result.details
+    server.faults.clear()
+    again = _map_one(pool_client, ENV.reference_solution)  # the actor recovers: a new sandbox
+    assert again.score == 1.0, again
+
+
+def test_a_batch_with_faults_sprinkled_in_gets_one_verdict_per_input(pool_client, server):
+    answers = [ENV.reference_solution if i % 3 else WRONG for i in range(30)]
+    server.faults.add("session_exec", "status", status=503, times=None, rate=0.15)
+    server.faults.add("upload", "status", status=429, times=3)
+    server.faults.add("session_exec", "hang", times=1)
+    results = list(get_pool(pool_client).map(ENV, answers, max_parallel=8, max_retries=6))
+    fired = sum(rule.hits for rule in server.faults.rules)
+    assert fired >= 4  # the retried ones really failed first
+    assert len(results) == len(answers)
+    assert all(r.has_verdict for r in results), [r.details for r in results if not r.has_verdict]
+    assert [r.score for r in results] == [1.0 if i % 3 else 0.0 for i in range(30)]
+
+
+def test_sandboxes_are_reused_cleaned_and_deleted_on_close(server):
+    made = []
+
+    class Recording(DaytonaProvider):
+        def create(self, env):
+            sandbox = super().create(env)
+            made.append(sandbox)
+            return sandbox
+
+    provider = Recording(**_options(server))
+    client = DeepGym(provider=provider, backend="threads")
+    leaker = ("import os, time\n"
+              "if os.fork() == 0:\n    os.setsid()\n    time.sleep(600)\n    os._exit(0)\n"
+              "def coin_change(coins, amount):\n    return -1\n")
+    assert client.run_safe(ENV, leaker).has_verdict
+    assert client.run(ENV, ENV.reference_solution).score == 1.0
+    assert len({s.handle.remote.id for s in made}) == 1  # one sandbox served both runs
+    for sandbox in made:  # nothing the runs started is left (the server runs them here)
+        assert not _processes_of(sandbox.handle.uid), sandbox
+    held = provider.live_sandboxes()
+    assert held and set(held) <= set(server.live_sandboxes())
+    client.close()
+    provider.close()
+    assert not set(held) & set(server.live_sandboxes())
+
+
+def _processes_of(uid):
+    found = []
+    for entry in os.listdir("/proc"):
+        try:
+            with open(f"/proc/{entry}/status") as f:
+                if any(line.startswith("Uid:") and int(line.split()[1]) == uid for line in f):
+                    found.append(entry)
+        except (OSError, ValueError):
+            continue
+    return found
+
+
+# -- configuration and the command line -------------------------------------------------------
+
+
+def test_the_daytona_config_file_is_valid():
+    from deepgym_ray.sandboxes.daytona import DaytonaOptions
+
+    config = DeepGymConfig.from_yaml("configs/daytona.yaml")
+    assert config.mode == "daytona" and config.pool.num_cpus_per_actor < 1
+    options = DaytonaOptions(**config.provider_options)
+    assert options.auto_stop_minutes >= 1 and options.auto_delete_minutes >= 0
+    with pytest.raises(ValueError, match="no_such_option"):
+        DaytonaOptions(no_such_option=1)
+
+
+def test_cli_mode_daytona_runs_and_a_wrong_key_is_one_line(server, monkeypatch, capsys,
+                                                           tmp_path):
+    from deepgym_ray.cli import main
+
+    answer = tmp_path / "answer.py"
+    answer.write_text(ENV.reference_solution)
+    monkeypatch.setenv("DAYTONA_API_URL", server.url)
+    monkeypatch.setenv("DAYTONA_API_KEY", server.api_key)
+    assert main(["run", "coin_change", str(answer), "--mode", "daytona"]) == 0
+    assert "coin_change: PASS score=1.0000" in capsys.readouterr().out
+    monkeypatch.setenv("DAYTONA_API_KEY", "wrong-key")
+    assert main(["run", "coin_change", str(answer), "--mode", "daytona"]) != 0
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "refused the API key" in err
