@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from deepgym_ray import __version__
+from deepgym_ray import serve as serve_command
 
 __all__ = ["build_parser", "main"]
 
@@ -100,6 +101,7 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument("--show-failures", action="store_true",
                     help="also list each judged failure in the summary")
     ev.add_argument("--no-progress", action="store_true", help="no progress bar")
+    serve_command.add_parser(commands)
     return parser
 
 
@@ -272,7 +274,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-COMMANDS = {"envs": cmd_envs, "run": cmd_run, "eval": cmd_eval}
+COMMANDS = {"envs": cmd_envs, "run": cmd_run, "eval": cmd_eval, "serve": serve_command.run}
 
 
 def _one_line(exc: BaseException) -> str:
