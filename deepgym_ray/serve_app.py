@@ -39,7 +39,7 @@ def _build_scorer(settings: ServeSettings) -> Any:
         client_config = DeepGymConfig.from_yaml(settings.config)
     client = None
     if client_config is not None:
-        client = DeepGym(config=client_config.model_copy(update={"backend": "ray"}))
+        client = DeepGym(config=client_config)
     return RowScorer(env, client, max_parallel=settings.max_parallel,
                      no_verdict_score=settings.no_verdict_score)
 

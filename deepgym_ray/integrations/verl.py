@@ -124,7 +124,7 @@ def _build_scorer(settings: VerlRewardSettings) -> RowScorer:
     if client_config is not None:
         from deepgym_ray.client import DeepGym
 
-        client = DeepGym(config=client_config.model_copy(update={"backend": "ray"}))
+        client = DeepGym(config=client_config)
     return RowScorer(env, client, max_parallel=settings.max_parallel,
                      no_verdict_score=settings.no_verdict_score,
                      components=settings.components)
