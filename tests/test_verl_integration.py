@@ -216,3 +216,33 @@ def test_mixture_file_loads_weights_suites_and_names_its_errors(tmp_path):
     (tmp_path / "empty.yaml").write_text("[]\n")
     with pytest.raises(ConfigError, match="must be a mapping"):
         load_mixed_config(tmp_path / "empty.yaml")
+
+
+def test_example_config_lines_are_keys_of_verls_trainer_config():
+    import os
+    from pathlib import Path
+
+    import yaml
+    from omegaconf import OmegaConf
+
+    example = yaml.safe_load((Path(__file__).parents[1] / "examples/verl_grpo.yaml").read_text())
+    base = OmegaConf.to_container(OmegaConf.load(os.path.join(
+        os.path.dirname(verl.__file__), "trainer/config/_generated_ppo_trainer.yaml")))
+    ours = {("reward", "custom_reward_function", "reward_kwargs")}  # verl reads it if present
+
+    def check(node, ref, path):
+        for key, value in node.items():
+            if path + (key,) in ours:
+                continue
+            assert isinstance(ref, dict) and key in ref, f"{'.'.join(path + (key,))} is no key"
+            if isinstance(value, dict):
+                check(value, ref[key], path + (key,))
+
+    for section in ("data", "algorithm", "actor_rollout_ref", "reward"):
+        check(example[section], base[section], (section,))
+    assert example["algorithm"]["adv_estimator"] == dverl.ADV_ESTIMATOR
+    function = example["reward"]["custom_reward_function"]
+    assert callable(getattr(dverl, function["name"]))
+    assert function["path"] == "pkg://deepgym_ray.integrations.verl"
+    settings = dverl.VerlRewardSettings.model_validate(function["reward_kwargs"])
+    assert math.isnan(settings.no_verdict_score)
