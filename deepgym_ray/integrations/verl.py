@@ -130,10 +130,19 @@ def _build_scorer(settings: VerlRewardSettings) -> RowScorer:
                      components=settings.components)
 
 
+def _plain(value: Any) -> Any:
+    """verl's ``reward_kwargs`` values arrive as OmegaConf containers; settings want lists."""
+    if type(value).__module__.startswith("omegaconf"):
+        from omegaconf import OmegaConf
+
+        return OmegaConf.to_container(value, resolve=True)
+    return value
+
+
 def _scorer(kwargs: Mapping[str, Any]) -> RowScorer:
     """This process's scorer for these settings (built once: the environments load once)."""
     settings = VerlRewardSettings.model_validate(
-        {k: v for k, v in kwargs.items() if k not in _VERL_ARGUMENTS})
+        {k: _plain(v) for k, v in kwargs.items() if k not in _VERL_ARGUMENTS})
     key = json.dumps(settings.model_dump(mode="json"), sort_keys=True)
     with _SCORERS_LOCK:
         scorer = _SCORERS.get(key)
