@@ -57,15 +57,15 @@ class ServeSettings(BaseModel):
     no_verdict_score: float = 0.0
     max_batch_size: int = Field(default=64, ge=1)
     batch_wait_timeout_s: float = Field(default=0.01, ge=0)
-    max_concurrent_batches: int = Field(default=4, ge=1)
     max_parallel: int = Field(default=64, ge=1)
 
     @model_validator(mode="after")
     def _one_source(self) -> ServeSettings:
         if (self.env is None) == (self.mixed is None):
             raise ValueError("give exactly one of env (an environment) or mixed (a mixture file)")
-        if math.isinf(self.no_verdict_score):
-            raise ValueError("no_verdict_score must be finite (or NaN)")
+        if not math.isfinite(self.no_verdict_score):  # JSON has no NaN; trainers want a number
+            raise ValueError(f"no_verdict_score must be a finite number, "
+                             f"got {self.no_verdict_score}")
         return self
 
 
@@ -75,14 +75,14 @@ def start_service(settings: ServeSettings, *, blocking: bool = False) -> str:
     from ray import serve
 
     from deepgym_ray.cluster import ensure_ray
-    from deepgym_ray.serve_app import RewardService
+    from deepgym_ray.serve_app import MAX_CONCURRENT_BATCHES, RewardService
 
     ensure_ray()
     serve.start(http_options={"host": settings.host, "port": settings.port})
     deployment = serve.deployment(
         RewardService,
         name="RewardService",
-        max_ongoing_requests=max(1024, settings.max_batch_size * settings.max_concurrent_batches),
+        max_ongoing_requests=max(1024, settings.max_batch_size * MAX_CONCURRENT_BATCHES),
         ray_actor_options={"num_cpus": 0},  # it waits on the pool; the pool's actors work
     )
     serve.run(deployment.bind(settings), name=APP_NAME, route_prefix="/",

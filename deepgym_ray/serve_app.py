@@ -15,7 +15,11 @@ from ray import serve
 
 from deepgym_ray.serve import ServeSettings
 
-__all__ = ["BadRequest", "RewardService"]
+__all__ = ["MAX_CONCURRENT_BATCHES", "BadRequest", "RewardService"]
+
+# Batches scored at once: a second batch fills the pool's slots that the first one's last
+# runs leave idle; more would only split the queue into smaller maps.
+MAX_CONCURRENT_BATCHES = 2
 
 
 def _build_scorer(settings: ServeSettings) -> Any:
@@ -79,7 +83,8 @@ class RewardService:
         self._score_batch.set_max_batch_size(settings.max_batch_size)
         self._score_batch.set_batch_wait_timeout_s(settings.batch_wait_timeout_s)
 
-    @serve.batch(max_batch_size=64, batch_wait_timeout_s=0.01, max_concurrent_batches=4)
+    @serve.batch(max_batch_size=64, batch_wait_timeout_s=0.01,
+                 max_concurrent_batches=MAX_CONCURRENT_BATCHES)
     async def _score_batch(self, items: list[tuple[Any, dict[str, Any]]]) -> list[Any]:
         """One pool map for every sample that queued up meanwhile."""
         self.batch_sizes[len(items)] += 1
