@@ -151,9 +151,12 @@ def test_reward_loop_scores_mixed_environments_on_the_shared_pool(ray_local, tmp
 
     # The worker scored on the one named pool: the driver's pool is the same two actors.
     pool = get_pool(DeepGym(config=DeepGymConfig.from_yaml(client_yaml)))
-    assert len(pool.actors) == 2 and sum(s["runs"] for s in pool.stats()) >= len(samples)
-    names = [a["name"] for a in ray_local.util.list_named_actors(all_namespaces=True)
-             if a["name"].startswith(f"{POOL}-")]
+    try:
+        assert len(pool.actors) == 2 and sum(s["runs"] for s in pool.stats()) >= len(samples)
+        names = [a["name"] for a in ray_local.util.list_named_actors(all_namespaces=True)
+                 if a["name"].startswith(f"{POOL}-")]
+    finally:
+        pool.shutdown()
     assert sorted(names) == [f"{POOL}-0", f"{POOL}-1"]
 
     # verl's own compute_advantage, with our estimator picked by name from its registry.
