@@ -68,6 +68,16 @@ _EXPORTS: dict[str, str] = {
     "make_trl_async_reward_fn": "deepgym_ray.integrations.trl",
     "make_dapo_reward_fn": "deepgym_ray.integrations.dapo",
     "make_dapo_shaped_reward_fn": "deepgym_ray.integrations.dapo",
+    "MixedConfig": "deepgym_ray.mixed_config",
+    "load_mixed_config": "deepgym_ray.mixed_config",
+    "RowScorer": "deepgym_ray.integrations.rows",
+    # verl and HTTP trainers
+    "VerlRewardSettings": "deepgym_ray.integrations.verl",
+    "compute_judged_grpo_advantage": "deepgym_ray.integrations.verl",
+    "verl_rows": "deepgym_ray.integrations.verl",
+    "write_verl_parquet": "deepgym_ray.integrations.verl",
+    "ServeSettings": "deepgym_ray.serve",
+    "start_service": "deepgym_ray.serve",
     # benchmark suites
     "list_suites": "deepgym_ray.importers",
     "load_suite": "deepgym_ray.importers",
@@ -117,8 +127,16 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     )
     from deepgym_ray.importers import list_suites, load_suite, load_suite_environment
     from deepgym_ray.integrations.dapo import make_dapo_reward_fn, make_dapo_shaped_reward_fn
+    from deepgym_ray.integrations.rows import RowScorer
     from deepgym_ray.integrations.trl import make_trl_async_reward_fn, make_trl_reward_fn
+    from deepgym_ray.integrations.verl import (
+        VerlRewardSettings,
+        compute_judged_grpo_advantage,
+        verl_rows,
+        write_verl_parquet,
+    )
     from deepgym_ray.mixed import MixedEnvironment
+    from deepgym_ray.mixed_config import MixedConfig, load_mixed_config
     from deepgym_ray.models import BatchResult, CaseResult, Environment, EvalResult, RunResult
     from deepgym_ray.pool import VerifierPool, get_pool
     from deepgym_ray.pool_admin import pool_status, shutdown_pools
@@ -126,3 +144,4 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from deepgym_ray.sandboxes import SandboxProvider, make_provider
     from deepgym_ray.sandboxes.daytona import DaytonaProvider
     from deepgym_ray.sandboxes.local import LocalProvider
+    from deepgym_ray.serve import ServeSettings, start_service

@@ -37,6 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from deepgym_ray import __version__, pool_cli
+from deepgym_ray import serve as serve_command
 from deepgym_ray.reaper import start_reaper
 
 __all__ = ["build_parser", "main"]
@@ -136,6 +137,7 @@ def build_parser() -> argparse.ArgumentParser:
                     help="exit 1 when the pass rate (no verdict counts as failed) is under "
                          "RATE: 0.6 or 60%%")
     pool_cli.add_parser(commands)
+    serve_command.add_parser(commands)
     return parser
 
 
@@ -387,7 +389,8 @@ def cmd_eval(args: argparse.Namespace) -> int:
     return _exit_code(args, result)
 
 
-COMMANDS = {"envs": cmd_envs, "run": cmd_run, "eval": cmd_eval, "pool": pool_cli.cmd_pool}
+COMMANDS = {"envs": cmd_envs, "run": cmd_run, "eval": cmd_eval, "pool": pool_cli.cmd_pool,
+            "serve": serve_command.run}
 
 
 def _one_line(exc: BaseException) -> str:

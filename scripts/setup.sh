@@ -31,5 +31,8 @@ if ! .venv/bin/python -c "import torch" >/dev/null 2>&1; then
   .venv/bin/python -m pip install -q torch==2.13.0
 fi
 log "installing deepgym_ray with its extras"
-.venv/bin/python -m pip install -q -e '.[test,trl,daytona]'
+# The constraint keeps the CPU torch installed above: verl would otherwise pull another build.
+echo "torch==$(.venv/bin/python -c 'import torch; print(torch.__version__.split("+")[0])')" \
+  > .venv/torch-constraint.txt
+.venv/bin/python -m pip install -q -c .venv/torch-constraint.txt -e '.[test,trl,daytona,verl,serve]'
 log "done: $(.venv/bin/deepgym-ray --version)"

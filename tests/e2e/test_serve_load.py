@@ -1,0 +1,134 @@
+"""The Ray Serve reward service under real HTTP load on 127.0.0.1.
+
+2,000 single-sample OpenRLHF requests from 64 concurrent clients, every answer right, and the
+pool fed in batches: the service's own count of pool maps and the pool actors' own count of
+chunks both show many samples per map, not one.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import socket
+
+import pytest
+
+pytestmark = pytest.mark.e2e
+
+aiohttp = pytest.importorskip("aiohttp")
+pytest.importorskip("ray.serve")
+
+from deepgym_ray.envs import load_environment  # noqa: E402
+
+POOL = "serve-e2e"
+REQUESTS, CLIENTS = 2000, 64
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@pytest.fixture()
+def service(ray_local, tmp_path):
+    from ray import serve
+
+    from deepgym_ray.client import DeepGym
+    from deepgym_ray.config import DeepGymConfig
+    from deepgym_ray.pool import get_pool
+    from deepgym_ray.serve import ServeSettings, start_service
+
+    (tmp_path / "client.yaml").write_text(f"mode: local\npool:\n  name: {POOL}\n  actors: 2\n")
+    mixture = tmp_path / "mixed.yaml"
+    mixture.write_text("environments: [coin_change, knapsack_01]\nconfig: client.yaml\n")
+    settings = ServeSettings(mixed=str(mixture), port=_free_port(), max_batch_size=64)
+    url = start_service(settings)
+    pool = get_pool(DeepGym(config=DeepGymConfig.from_yaml(tmp_path / "client.yaml")))
+    try:
+        yield url, pool
+    finally:
+        serve.shutdown()
+        pool.shutdown()
+
+
+async def _post(session, url, body):
+    async with session.post(url, data=json.dumps(body)) as response:
+        return response.status, await response.json()
+
+
+async def _load(url, bodies):
+    """Send every body from CLIENTS concurrent clients, one sample per request."""
+    queue: asyncio.Queue = asyncio.Queue()
+    for i, body in enumerate(bodies):
+        queue.put_nowait((i, body))
+    answers: list = [None] * len(bodies)
+
+    async def client(session):
+        while not queue.empty():
+            i, body = queue.get_nowait()
+            answers[i] = await _post(session, f"{url}/get_reward", body)
+
+    connector = aiohttp.TCPConnector(limit=CLIENTS)
+    timeout = aiohttp.ClientTimeout(total=600)
+    async with aiohttp.ClientSession(connector=connector, timeout=timeout) as session:
+        await asyncio.gather(*(client(session) for _ in range(CLIENTS)))
+    return answers
+
+
+async def _get(url):
+    async with aiohttp.ClientSession() as session, session.get(url) as response:
+        return await response.json()
+
+
+def test_openrlhf_requests_under_load_are_right_and_reach_the_pool_in_batches(service):
+    url, pool = service
+    envs = [load_environment("coin_change"), load_environment("knapsack_01")]
+    bodies = []
+    for i in range(REQUESTS):
+        env = envs[i % 2]
+        prompt = f"<|user|>{env.task}<|assistant|>"
+        answer = f"Here it is.\n```python\n{env.reference_solution}\n```"
+        bodies.append({"query": [prompt + answer], "prompts": [prompt], "labels": [env.name]})
+    runs_before = sum(s["runs"] for s in pool.stats())
+    chunks_before = sum(s["chunks"] for s in pool.stats())
+
+    answers = asyncio.run(_load(url, bodies))
+
+    assert [status for status, _ in answers] == [200] * REQUESTS
+    assert all(a["rewards"] == [1.0] and a["scores"] == [1.0] for _, a in answers)
+    assert all(a["extra_logs"] == {"has_verdict": [1.0]} for _, a in answers)
+    stats = asyncio.run(_get(f"{url}/stats"))
+    sizes = {int(k): v for k, v in stats["batch_sizes"].items()}
+    assert stats["items"] == REQUESTS and stats["no_verdict"] == 0
+    # Fed in batches: far fewer pool maps than samples, and some maps of many samples.
+    assert stats["maps"] <= REQUESTS // 4, sizes
+    assert max(sizes) >= 8, sizes
+    runs = sum(s["runs"] for s in pool.stats()) - runs_before
+    chunks = sum(s["chunks"] for s in pool.stats()) - chunks_before
+    assert runs == REQUESTS
+    assert chunks <= REQUESTS // 4, (runs, chunks)  # the actors got many answers per call
+
+
+def test_plain_endpoint_and_bad_requests(service):
+    url, _pool = service
+    coin = load_environment("coin_change")
+    right = f"```python\n{coin.reference_solution}\n```"
+
+    async def scenario():
+        async with aiohttp.ClientSession() as session:
+            plain = await _post(session, f"{url}/score", {
+                "completions": [right, "```python\nprint(1)\n```"],
+                "env_name": ["coin_change", "knapsack_01"]})
+            unknown = await _post(session, f"{url}/get_reward", {
+                "query": [right], "prompts": [""], "labels": ["no_such_env"]})
+            not_list = await _post(session, f"{url}/score", {"completions": "x"})
+            return plain, unknown, not_list
+
+    plain, unknown, not_list = asyncio.run(scenario())
+    assert plain[0] == 200
+    assert plain[1]["rewards"][0] == 1.0 and plain[1]["has_verdict"] == [True, True]
+    assert plain[1]["env_name"] == ["coin_change", "knapsack_01"]
+    assert plain[1]["rewards"][1] == 0.0 and plain[1]["error_type"][0] is None
+    assert unknown[0] == 400 and "no_such_env" in unknown[1]["error"]
+    assert not_list[0] == 400 and "completions" in not_list[1]["error"]
