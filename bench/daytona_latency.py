@@ -36,7 +36,8 @@ FAULTY_CALLS = ("create", "home_dir", "session", "upload", "session_exec")
 
 
 def start_server(latency: float, fail_rate: float) -> tuple[subprocess.Popen, dict]:
-    args = [sys.executable, "-m", "tests.daytona_server", "--port", "0", "--replay",
+    # From tests/: the server is a test package (a top-level ``tests`` may be installed).
+    args = [sys.executable, "-m", "daytona_server", "--port", "0", "--replay",
             "--latency", str(latency)]
     if fail_rate:
         rules = [{"call": c, "action": "status", "status": 503, "times": None, "rate": fail_rate}
@@ -45,7 +46,7 @@ def start_server(latency: float, fail_rate: float) -> tuple[subprocess.Popen, di
         json.dump({"rules": rules}, spec)
         spec.close()
         args += ["--faults", spec.name]
-    proc = subprocess.Popen(args, cwd=ROOT, stdout=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(args, cwd=ROOT / "tests", stdout=subprocess.PIPE, text=True)
     return proc, json.loads(proc.stdout.readline())
 
 

@@ -87,7 +87,7 @@ def daytona_server():
     ``daytona`` SDK. It has ``url`` (DAYTONA_API_URL), ``api_key`` and ``faults``; build a
     client with ``DeepGym(mode="daytona", api_url=server.url, api_key=server.api_key)``."""
     pytest.importorskip("daytona")
-    from tests.daytona_server import DaytonaTestServer
+    from daytona_server import DaytonaTestServer
 
     server = DaytonaTestServer().start()
     try:

@@ -8,6 +8,7 @@ import os
 import sys
 
 import pytest
+from envs_wrong_solutions import SUBTLY_WRONG
 
 from deepgym_ray import sandboxes
 from deepgym_ray.client import DeepGym
@@ -22,7 +23,6 @@ from deepgym_ray.exceptions import (
     is_infrastructure_failure,
 )
 from deepgym_ray.pool import default_shape, get_pool
-from tests.envs_wrong_solutions import SUBTLY_WRONG
 
 pytest.importorskip("daytona")
 

@@ -1,4 +1,4 @@
-"""Run the local Daytona server standalone: ``python -m tests.daytona_server --port N``.
+"""Run the local Daytona server standalone: ``python -m daytona_server --port N`` (from tests/).
 
 ``--latency`` adds seconds to every call; ``--fail-rate`` answers that share of calls with
 ``--fail-status``; ``--faults`` loads a JSON file of rules (see ``faults.Faults.load``).
@@ -15,7 +15,7 @@ from .server import DaytonaTestServer
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m tests.daytona_server")
+    parser = argparse.ArgumentParser(prog="python -m daytona_server")
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=0)
     parser.add_argument("--api-key", default="test-key")
