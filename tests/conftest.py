@@ -82,6 +82,8 @@ def docker_client():
     yield client
     client.close()
 
+
+@pytest.fixture(scope="session")
 def daytona_server():
     """A local server speaking Daytona's API (tests/daytona_server) on 127.0.0.1, for the real
     ``daytona`` SDK. It has ``url`` (DAYTONA_API_URL), ``api_key`` and ``faults``; build a

@@ -6,6 +6,7 @@ that cannot be built here skips with its reason (a failure under CI, see tests/c
 
 from __future__ import annotations
 
+import dataclasses
 import shutil
 import tempfile
 
@@ -22,6 +23,10 @@ plant_host_canary()
 def battery(request):
     """The battery's client for one provider, shared by every attack of the session."""
     case = request.param
+    if case.server is not None:  # a local server speaking the provider's API
+        server = request.getfixturevalue(case.server)
+        case = dataclasses.replace(case, options={**case.options, "api_key": server.api_key,
+                                                  "api_url": server.url})
     reason = case.unavailable()
     if reason is not None:
         pytest.skip(f"provider unavailable: {reason}")

@@ -143,6 +143,7 @@ class ProviderCase:
     mode: str
     options: dict[str, Any] = field(default_factory=dict)
     needs_env: tuple[str, ...] = ()  # variables that must be set for it to be reachable
+    server: str | None = None  # a session fixture serving its API here (url, api_key)
     required: bool = False  # a required provider that cannot be built fails instead of skipping
 
     def unavailable(self) -> str | None:
@@ -193,6 +194,7 @@ class ProviderCase:
 # The battery runs unchanged against every provider listed here; one line per provider.
 PROVIDERS = [
     ProviderCase("local", required=True),
-    ProviderCase("docker"),
-    ProviderCase("daytona", needs_env=("DAYTONA_API_KEY",)),
+    ProviderCase("docker", {"image": os.environ.get("DEEPGYM_DOCKER_IMAGE",
+                                                    "deepgym/python:3-bookworm")}),
+    ProviderCase("daytona", server="daytona_server"),
 ]

@@ -117,11 +117,12 @@ class DockerProvider(SandboxProvider):
                  pids_limit: int = 256, cpus: float = 1.0, solution_memory_mb: int = 1024,
                  max_processes: int = 64, max_file_mb: int = 64, max_open_files: int = 256,
                  verifier_memory_mb: int = 1536, read_only: bool = True, tmpfs_mb: int = 256,
-                 warm_containers: int = 4, base_url: str | None = None,
+                 max_files: int = 20000, warm_containers: int = 4, base_url: str | None = None,
                  api_timeout: float = 60.0, start_timeout: float = 60.0) -> None:
         self.image = image or os.environ.get("DEEPGYM_DOCKER_IMAGE") or DEFAULT_IMAGE
         self.settings = ContainerSettings(memory_mb=memory_mb, pids_limit=pids_limit, cpus=cpus,
                                           read_only=read_only, tmpfs_mb=tmpfs_mb,
+                                          tmpfs_files=max_files,
                                           start_timeout=start_timeout,
                                           labels={OWNER_LABEL: _owner()})
         self.solution_limits = {"as": solution_memory_mb * MB, "nproc": max_processes,

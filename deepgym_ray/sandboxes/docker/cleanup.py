@@ -94,19 +94,30 @@ def kill_all(uids, wait=5.0):
 
 
 def remove(path):
-    """Remove ``path`` (never following a symlink); True when it is gone."""
-    try:
-        if os.path.isdir(path) and not os.path.islink(path):
-            for entry in os.scandir(path):
-                remove(entry.path)
-            os.rmdir(path)
-        else:
-            os.unlink(path)
-    except FileNotFoundError:
-        pass
-    except OSError:
-        return False
-    return True
+    """Remove ``path`` (never following a symlink); True when it is gone. No recursion: a
+    tree of any depth (a hostile answer makes thousands of levels) is walked with a stack."""
+    stack = [(path, False)]
+    ok = True
+    while stack:
+        current, emptied = stack.pop()
+        try:
+            if emptied or not (os.path.isdir(current) and not os.path.islink(current)):
+                if emptied:
+                    os.rmdir(current)
+                else:
+                    os.unlink(current)
+                continue
+            try:  # a chmod 000 directory would hide its entries
+                os.chmod(current, 0o700)
+            except OSError:
+                pass
+            stack.append((current, True))
+            stack.extend((entry.path, False) for entry in os.scandir(current))
+        except FileNotFoundError:
+            continue
+        except OSError:
+            ok = False
+    return ok and not os.path.lexists(path)
 
 
 def empty(directory):

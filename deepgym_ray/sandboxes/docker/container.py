@@ -53,6 +53,7 @@ class ContainerSettings:
     cpus: float = 1.0
     read_only: bool = True
     tmpfs_mb: int = 256
+    tmpfs_files: int = 20000  # inodes per work area: a flood of empty files hits this
     start_timeout: float = 60.0
     labels: dict[str, str] = field(default_factory=dict)
 
@@ -81,7 +82,7 @@ class WarmContainer:
         (the provider maps them), or ContainerGone when the agent never became ready."""
         name = f"deepgym-{os.getpid()}-{secrets.token_hex(4)}"
         uids = (_fresh_uid(), _fresh_uid())
-        tmpfs = f"size={settings.tmpfs_mb}m"
+        tmpfs = f"size={settings.tmpfs_mb}m,nr_inodes={settings.tmpfs_files}"
         host_config = api.create_host_config(
             init=True, network_mode="none", mem_limit=f"{settings.memory_mb}m",
             memswap_limit=f"{settings.memory_mb}m", pids_limit=settings.pids_limit,
