@@ -174,12 +174,7 @@ def _auto_backend() -> str:
     machine a Ray instance adds start-up and processes but no cores, so it only slows an eval."""
     from deepgym_ray.cluster import running_cluster
 
-    if running_cluster() is not None:
-        return "ray"
-    print("No Ray cluster is running: scoring on this machine without Ray (start one with "
-          "`ray start --head`, set RAY_ADDRESS, or pass --backend ray to use a pool)",
-          file=sys.stderr)
-    return "threads"
+    return "ray" if running_cluster() is not None else "threads"
 
 
 def _client(config: Any) -> Any:
@@ -350,6 +345,10 @@ def cmd_eval(args: argparse.Namespace) -> int:
             print(f"Resuming: {len(earlier)} of {len(jobs)} results already in {args.out}",
                   file=sys.stderr)
         start_reaper()  # whatever this command starts (an embedded Ray) ends with it
+        if args.backend == "auto" and config.backend == "threads" and len(earlier) < len(jobs):
+            print("No Ray cluster is running: scoring on this machine without Ray (start one "
+                  "with `ray start --head`, set RAY_ADDRESS, or pass --backend ray to use a "
+                  "pool)", file=sys.stderr)
         if len(earlier) < len(jobs) and config.backend == "ray":
             from deepgym_ray.cluster import ensure_ray
 
