@@ -117,9 +117,13 @@ def test_a_missing_key_or_sdk_fails_at_client_creation(server, monkeypatch):
 
 
 def test_an_unreachable_server_fails_at_client_creation(server):
-    with pytest.raises(ProviderConnectionError, match="cannot use Daytona"):
+    from deepgym_ray.exceptions import ProviderUnavailableError
+
+    with pytest.raises(ProviderUnavailableError, match="cannot use Daytona") as caught:
         DeepGym(mode="daytona", backend="threads", api_key="k",
                 api_url="http://127.0.0.1:9/api", call_timeout=5.0)
+    assert isinstance(caught.value.__cause__, ProviderConnectionError)
+    assert "\n" not in str(caught.value)
 
 
 # -- error translation -------------------------------------------------------------------------

@@ -21,7 +21,8 @@ def test_make_provider_builds_it_without_touching_the_engine(monkeypatch):
     provider = make_provider("docker", base_url=NO_ENGINE)
     assert isinstance(provider, DockerProvider) and provider.name == "docker"
     assert provider.image == DEFAULT_IMAGE == "python:3.11-slim"
-    assert DeepGym(mode="docker", base_url=NO_ENGINE).provider.name == "docker"
+    # check=False: a pool actor's copy of a client, made where the engine had answered
+    assert DeepGym(mode="docker", base_url=NO_ENGINE, check=False).provider.name == "docker"
 
 
 def test_the_image_option_and_its_environment_default(monkeypatch):
@@ -46,7 +47,8 @@ def test_preflight_names_a_missing_sdk(monkeypatch):
 
 def test_an_unreachable_engine_is_no_verdict_and_infrastructure():
     env = load_environment("coin_change")
-    client = DeepGym(mode="docker", backend="threads", base_url=NO_ENGINE)
+    # the engine answered when the client was made (check=False), and is gone since
+    client = DeepGym(mode="docker", backend="threads", base_url=NO_ENGINE, check=False)
     result = client.run_safe(env, env.reference_solution)
     assert not result.has_verdict and result.error_type == "sandbox_error", result
     with pytest.raises(SandboxError) as caught:
