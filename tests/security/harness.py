@@ -70,6 +70,27 @@ def _secret_in(data):
 '''
 
 
+# A sensor for control-flow exceptions: 1.0 for the right answer, and 1.0 when one of them
+# crossed the proxy as itself (what such an attack tries); 0.0 for any other outcome.
+CONTROL_FLOW_VERIFIER = '''
+from deepgym_solution import load_solution
+
+CONTROL_FLOW = (StopIteration, StopAsyncIteration, GeneratorExit, KeyboardInterrupt, SystemExit)
+
+
+def verify(solution_path, test_cases_path=None):
+    sol = load_solution(solution_path)
+    try:
+        ok = sol.double(21) == 42
+    except CONTROL_FLOW as exc:
+        return {"score": 1.0, "details": "crossed as itself: " + type(exc).__name__}
+    except Exception as exc:
+        return {"score": 0.0, "details": repr(exc)[:200]}
+    return 1.0 if ok else 0.0
+'''
+CONTROL_FLOW_RIGHT = "def double(x):\n    return 2 * x\n"
+
+
 @dataclass(frozen=True)
 class Attack:
     """One attack of the battery (see the module docstring).
