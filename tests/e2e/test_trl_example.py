@@ -40,4 +40,5 @@ def test_tiny_grpo_example_shows_a_reward_and_leaves_nothing_behind(tmp_path):
     assert proc.returncode == 0, proc.stderr[-4000:]
     rewards = json.loads(next(x for x in proc.stdout.splitlines() if x.startswith("OUT "))[4:])
     assert len(rewards) == 3 and max(rewards) > 0.0, rewards
+    assert "step 3: reward" in proc.stderr and "no verdict" in proc.stderr, proc.stderr[-3000:]
     assert list(temp.glob("deepgym-grpo-*")) == []  # the run's folder was removed

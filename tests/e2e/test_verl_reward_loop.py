@@ -155,9 +155,10 @@ def test_reward_loop_scores_mixed_environments_on_the_shared_pool(ray_local, tmp
         assert len(pool.actors) == 2 and sum(s["runs"] for s in pool.stats()) >= len(samples)
         names = [a["name"] for a in ray_local.util.list_named_actors(all_namespaces=True)
                  if a["name"].startswith(f"{POOL}-")]
+        pool_names = [pool.actor_name(0), pool.actor_name(1)]
     finally:
         pool.shutdown()
-    assert sorted(names) == [f"{POOL}-0", f"{POOL}-1"]
+    assert sorted(names) == pool_names
 
     # verl's own compute_advantage, with our estimator picked by name from its registry.
     uids = np.array([f"g{i // 4}" for i in range(len(samples))], dtype=object)

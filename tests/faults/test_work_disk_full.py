@@ -21,11 +21,11 @@ def full_disk():
         os.rmdir(path)
         pytest.skip(f"cannot mount a tmpfs here: {done.stderr.strip()}")
     try:
-        with open(os.path.join(path, "filler"), "wb") as f:
+        # Unbuffered, so the ENOSPC comes from a write here and not again from close().
+        with open(os.path.join(path, "filler"), "wb", buffering=0) as f:
             try:
-                while True:
-                    f.write(b"\0" * 4096)
-                    f.flush()
+                while f.write(b"\0" * 4096):
+                    pass
             except OSError:
                 pass
         yield path
