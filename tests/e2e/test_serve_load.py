@@ -1,6 +1,6 @@
 """The Ray Serve reward service under real HTTP load on 127.0.0.1.
 
-800 single-sample OpenRLHF requests from 64 concurrent clients, every answer right, and the
+2,000 single-sample OpenRLHF requests from 64 concurrent clients, every answer right, and the
 pool fed in batches: the service's own count of pool maps and the pool actors' own count of
 chunks both show many samples per map, not one.
 """
@@ -21,7 +21,7 @@ pytest.importorskip("ray.serve")
 from deepgym_ray.envs import load_environment  # noqa: E402
 
 POOL = "serve-e2e"
-REQUESTS, CLIENTS = 800, 64
+REQUESTS, CLIENTS = 2000, 64
 
 
 def _free_port() -> int:
