@@ -30,10 +30,12 @@ GRACE_SECONDS = 3.0
 @lru_cache(maxsize=256)
 def verifier_shape(source: str) -> str | None:
     """The verifier's shape, worked out once here so the runner need not import ``ast``.
-    None when it does not parse: the runner then reports the syntax error itself."""
+    None when it does not parse: the runner then reports the syntax error itself. Also None on
+    CPython 3.11's ``SystemError: AST constructor recursion depth mismatch``, which ``ast``
+    raises in a thread that once hit a RecursionError: the runner, a fresh process, decides."""
     try:
         return deepgym_runner.detect_shape(source)
-    except (SyntaxError, ValueError):
+    except (SyntaxError, ValueError, SystemError):
         return None
 
 

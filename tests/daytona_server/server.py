@@ -192,7 +192,11 @@ class DaytonaTestServer:
         workdir = box.home / (cwd or "")
         environ = {"PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8",
                    "HOME": str(box.home), **(env or {})}
-        proc = subprocess.Popen(["bash", "-c", command], cwd=workdir, env=environ,
+        argv = ["bash", "-c", command]
+        if box.request.network_block_all and os.geteuid() == 0:
+            # As Daytona does for such a sandbox: no network at all (a loopback of its own).
+            argv = ["unshare", "--net", *argv]
+        proc = subprocess.Popen(argv, cwd=workdir, env=environ,
                                 stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                 stderr=subprocess.PIPE, start_new_session=True)
         box.procs.add(proc)

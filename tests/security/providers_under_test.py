@@ -145,6 +145,9 @@ class ProviderCase:
     needs_env: tuple[str, ...] = ()  # variables that must be set for it to be reachable
     server: str | None = None  # a session fixture serving its API here (url, api_key)
     required: bool = False  # a required provider that cannot be built fails instead of skipping
+    # Attacks known to get through this provider today: attack name -> what is missing. Their
+    # tests are strict xfails, so one that starts to hold fails until it leaves this list.
+    known_gaps: dict[str, str] = field(default_factory=dict)
 
     def unavailable(self) -> str | None:
         """Why this provider cannot run here, or None when it can."""
@@ -196,5 +199,10 @@ PROVIDERS = [
     ProviderCase("local", required=True),
     ProviderCase("docker", {"image": os.environ.get("DEEPGYM_DOCKER_IMAGE",
                                                     "deepgym/python:3-bookworm")}),
-    ProviderCase("daytona", server="daytona_server"),
+    ProviderCase("daytona", server="daytona_server", known_gaps=dict.fromkeys(
+        ["disk_1400mb", "disk_fill", "inodes_60000_files", "four_children_3gb"],
+        "no per-run disk, inode or memory bound inside a reused Daytona sandbox (only the "
+        "sandbox's own limits, shared by every run it serves)") | {
+        "read_proc_of_others": "the solution shares the sandbox's PID namespace with the "
+                               "runner and verifier (no per-run namespace inside the sandbox)"}),
 ]

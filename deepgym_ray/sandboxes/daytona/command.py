@@ -4,8 +4,9 @@ A session command gets no stdin, so the runner's config travels as a file that t
 opens and unlinks before the runner starts (the solution never finds it on disk). Run as root,
 the command hands the solution its own directory under a fresh uid; after the runner it makes
 sure no process of that uid is left (the runner's marker proves it, else a sweep by uid) and
-reports the outcome on its last stderr line, removes the run's files, and exits with the
-runner's code. ``timeout -s KILL`` bounds the runner's whole process group inside the sandbox.
+reports the outcome on its last stderr line, removes the run's files and whatever that uid left
+in /tmp, /var/tmp and /dev/shm, and exits with the runner's code. ``timeout -s KILL`` bounds
+the runner's whole process group inside the sandbox.
 
 Example:
     >>> "timeout -s KILL 14" in run_command("/root/deepgym/r1", 13, uid=None, env={},
@@ -22,6 +23,8 @@ from pathlib import PurePosixPath
 STDIN_FILE = ".deepgym-stdin"
 CLEAN_MARKER = ".deepgym-clean"
 SWEEP_PREFIX = "deepgym-sweep "
+# Temporary places every process of the sandbox can write, whoever runs in it next.
+SHARED_TEMP = "/tmp /var/tmp /dev/shm"
 # timeout(1) exits with 128+9 when it had to kill the runner at the deadline.
 KILLED_AT_DEADLINE = 137
 
@@ -60,6 +63,10 @@ def run_command(run_dir: str, timeout: float, *, uid: int | None, env: Mapping[s
         sweep = shlex.quote(_SWEEP.format(uid=uid, judge=judge_dir))
         steps.append(f"if [ -f {CLEAN_MARKER} ]; then echo '{SWEEP_PREFIX}clean' >&2; "
                      f"else python3 -I -S -B -c {sweep}; fi")
+        # The sandbox is reused: what the run's uid left in the shared temporary places must
+        # not reach the next run (a file there could carry an answer or a claim across).
+        steps.append(f"find {SHARED_TEMP} -xdev -mindepth 1 -user {uid} -delete "
+                     ">/dev/null 2>&1 || true")
     steps.append(f"cd / && rm -rf {d} {holder}; exit $rc")
     return "sh -c " + shlex.quote("\n".join(steps))
 
