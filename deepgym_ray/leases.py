@@ -23,6 +23,10 @@ __all__ = ["Leases"]
 
 _Work = tuple[Callable[..., Any], Any, Any]
 
+# Cancelled prefixes remembered, so a chunk still on its way when its call was given up is
+# dropped on arrival instead of started (the oldest are forgotten first).
+_CANCELLED_KEPT = 1024
+
 
 class _Lease:
     __slots__ = ("slots", "running", "queue")
@@ -40,12 +44,17 @@ class Leases:
         self._executor = executor
         self._lock = threading.Lock()
         self._leases: dict[str, _Lease] = {}
+        self._cancelled: collections.deque[str] = collections.deque(maxlen=_CANCELLED_KEPT)
 
     def submit(self, key: str, slots: int, work: Sequence[_Work]) -> list[Future]:
         """Queue ``work`` items ``(fn, a, b)`` under ``key``; one future per item, in order."""
         futures: list[Future] = [Future() for _ in work]
         start: list[tuple[Future, _Work]] = []
         with self._lock:
+            if self._cancelled and key.startswith(tuple(self._cancelled)):
+                for future in futures:
+                    future.cancel()
+                return futures
             lease = self._leases.get(key)
             if lease is None:  # forgotten when idle: nothing of this key runs here then
                 lease = self._leases[key] = _Lease(slots)
@@ -91,9 +100,11 @@ class Leases:
 
     def cancel(self, prefix: str) -> int:
         """Drop the queued work of every lease whose key starts with ``prefix``; its futures
-        are cancelled. Work already running is left to finish. Returns how many were dropped."""
+        are cancelled, and so is work sent under such a key later. Work already running is left
+        to finish. Returns how many were dropped."""
         dropped: list[Future] = []
         with self._lock:
+            self._cancelled.append(prefix)
             for key, lease in list(self._leases.items()):
                 if key.startswith(prefix):
                     dropped.extend(future for future, _ in lease.queue)

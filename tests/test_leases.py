@@ -64,3 +64,13 @@ def test_an_error_frees_the_slot_and_reaches_its_future_only():
         futures[0].result()
     assert futures[1].result() == 5
     assert leases.active() == 0
+
+
+def test_work_arriving_after_its_call_was_cancelled_never_starts():
+    started = []
+    leases = Leases(ThreadPoolExecutor(4))
+    assert leases.cancel("call-7-") == 0  # given up before its chunk got here
+    late = leases.submit("call-7-actor-0", 2, [(lambda a, b: started.append(a), 1, 0)] * 3)
+    other = leases.submit("call-8-actor-0", 2, [(lambda a, b: a + b, 2, 3)])
+    assert all(f.cancelled() for f in late) and started == []
+    assert other[0].result() == 5 and leases.active() == 0
