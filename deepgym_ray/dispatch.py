@@ -53,6 +53,7 @@ MAX_CHUNK = 64  # answers per actor call at most: bigger only delays the chunk's
 WHOLE_SHARE = 32
 FIRST_PING_WAIT = 0.5  # seconds the first wave waits for slow actors at most
 REVIVE_DELAY = 1.0  # seconds before asking again for an actor that is gone for good
+CANCEL_ACK_SECONDS = 5.0  # a given-up map waits this long at most for the actors to hear it
 
 
 @dataclass
@@ -144,11 +145,16 @@ class MapRun(Iterator[RunResult]):
         in_flight = getattr(self, "_in_flight", {})
         if not in_flight:
             return
+        acks = []
         for actor in {actor for actor, _ in in_flight.values()}:
             try:
-                self._actors[actor].cancel.remote(self._lease_key)
+                acks.append(self._actors[actor].cancel.remote(self._lease_key))
             except Exception as exc:  # the actor is gone: so is its queue
                 logger.debug("cancel on actor %d: %s", actor, _describe(exc))
+        # Once an actor has the cancel, a chunk of this call that reaches it later is dropped:
+        # wait for that (briefly: a dead actor never answers) so nothing new starts after us.
+        if acks:
+            ray.wait(acks, num_returns=len(acks), timeout=CANCEL_ACK_SECONDS)
         for ref in in_flight:
             try:
                 ray.cancel(ref)

@@ -65,7 +65,9 @@ def run_command(run_dir: str, timeout: float, *, uid: int | None, env: Mapping[s
                      f"else python3 -I -S -B -c {sweep}; fi")
         # The sandbox is reused: what the run's uid left in the shared temporary places must
         # not reach the next run (a file there could carry an answer or a claim across).
-        steps.append(f"find {SHARED_TEMP} -xdev -mindepth 1 -user {uid} -delete "
+        # Only world-writable directories are walked into (the uid could write nowhere else).
+        steps.append(f"find {SHARED_TEMP} -xdev -mindepth 1 \\( -user {uid} -prune -exec "
+                     "rm -rf -- {} + \\) -o \\( -type d ! -perm -0002 -prune \\) "
                      ">/dev/null 2>&1 || true")
     steps.append(f"cd / && rm -rf {d} {holder}; exit $rc")
     return "sh -c " + shlex.quote("\n".join(steps))
