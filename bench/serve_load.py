@@ -24,6 +24,7 @@ import os
 import socket
 import tempfile
 import time
+import traceback
 import urllib.request
 import uuid
 from concurrent.futures import ThreadPoolExecutor
@@ -111,6 +112,9 @@ def main() -> None:
                     raise SystemExit(f"{name}: not every answer scored 1.0")
         with urllib.request.urlopen(f"{url}/stats") as response:
             stats = json.loads(response.read())
+    except BaseException:
+        traceback.print_exc()  # now: serve.shutdown() below can take minutes
+        raise
     finally:
         serve.shutdown()
         pool.shutdown()
