@@ -103,7 +103,9 @@ def scenario(name: str, runs: int, parallel: int, latency: float, fail_rate: flo
             "server_cpu_s": round(cpu_seconds(server.pid) - server0, 2),
             "one_result_per_input": len(results) == runs,
             "all_judged": all(r.has_verdict for r in results),
-            "scores_right": [r.score for r in results] == right,
+            # Every fourth answer is wrong: it fails (a partial score is fine), the rest pass.
+            "scores_right": all(r.passed == bool(want) and (r.score == 1.0) == bool(want)
+                                for r, want in zip(results, right, strict=True)),
             "retries": getattr(stats, "retries", None),
             "warmup_all_judged": all(r.has_verdict for r in warm),
         }
