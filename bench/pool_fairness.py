@@ -99,7 +99,7 @@ def main() -> None:
             many.append(step)
             worst.append(max(slices) / statistics.median(slices))
     finally:
-        from deepgym_ray.pool_admin import shutdown_pools
+        from deepgym_ray.pool.admin import shutdown_pools
 
         shutdown_pools(common["pool"]["name"])
         ray.shutdown()

@@ -44,7 +44,10 @@ _EXPORTS: dict[str, str] = {
     "is_infrastructure_failure": "deepgym_ray.exceptions",
     # client, environments, sandboxes
     "DeepGym": "deepgym_ray.client",
+    "default_client": "deepgym_ray.client",
+    "Scorer": "deepgym_ray.scoring",
     "load_environment": "deepgym_ray.envs",
+    "resolve_environments": "deepgym_ray.envs",
     "list_environments": "deepgym_ray.envs",
     "make_provider": "deepgym_ray.sandboxes",
     "SandboxProvider": "deepgym_ray.sandboxes",
@@ -52,36 +55,36 @@ _EXPORTS: dict[str, str] = {
     "DaytonaProvider": "deepgym_ray.sandboxes.daytona",
     # the Ray pool and reward functions
     "VerifierPool": "deepgym_ray.pool",
-    "VerifierActor": "deepgym_ray.actor",
+    "VerifierActor": "deepgym_ray.pool.actor",
     "get_pool": "deepgym_ray.pool",
-    "ensure_ray": "deepgym_ray.cluster",
-    "ClusterConnectionError": "deepgym_ray.cluster",
-    "pool_status": "deepgym_ray.pool_admin",
-    "shutdown_pools": "deepgym_ray.pool_admin",
+    "ensure_ray": "deepgym_ray.pool.connect",
+    "ClusterConnectionError": "deepgym_ray.pool.connect",
+    "pool_status": "deepgym_ray.pool.admin",
+    "shutdown_pools": "deepgym_ray.pool.admin",
     "RewardFunction": "deepgym_ray.reward",
     "AsyncRewardFunction": "deepgym_ray.reward",
     "MaskedRate": "deepgym_ray.reward",
     "grpo_advantages": "deepgym_ray.reward",
     # mixed environments and trainer integrations
-    "MixedEnvironment": "deepgym_ray.mixed",
+    "MixedEnvironment": "deepgym_ray.reward.mixed",
     "make_trl_reward_fn": "deepgym_ray.integrations.trl",
     "make_trl_async_reward_fn": "deepgym_ray.integrations.trl",
     "make_dapo_reward_fn": "deepgym_ray.integrations.dapo",
     "make_dapo_shaped_reward_fn": "deepgym_ray.integrations.dapo",
-    "MixedConfig": "deepgym_ray.mixed_config",
-    "load_mixed_config": "deepgym_ray.mixed_config",
+    "MixedConfig": "deepgym_ray.reward.mixed_config",
+    "load_mixed_config": "deepgym_ray.reward.mixed_config",
     "RowScorer": "deepgym_ray.integrations.rows",
     # verl and HTTP trainers
     "VerlRewardSettings": "deepgym_ray.integrations.verl",
     "compute_judged_grpo_advantage": "deepgym_ray.integrations.verl",
     "verl_rows": "deepgym_ray.integrations.verl",
     "write_verl_parquet": "deepgym_ray.integrations.verl",
-    "ServeSettings": "deepgym_ray.serve",
-    "start_service": "deepgym_ray.serve",
+    "ServeSettings": "deepgym_ray.integrations.serve",
+    "start_service": "deepgym_ray.integrations.serve",
     # benchmark suites
-    "list_suites": "deepgym_ray.importers",
-    "load_suite": "deepgym_ray.importers",
-    "load_suite_environment": "deepgym_ray.importers",
+    "list_suites": "deepgym_ray.suites",
+    "load_suite": "deepgym_ray.suites",
+    "load_suite_environment": "deepgym_ray.suites",
     # completions
     "completion_to_code": "deepgym_ray.completions",
     "extract_code": "deepgym_ray.completions",
@@ -104,12 +107,10 @@ def __dir__() -> list[str]:
 
 
 if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
-    from deepgym_ray.actor import VerifierActor
-    from deepgym_ray.client import DeepGym
-    from deepgym_ray.cluster import ClusterConnectionError, ensure_ray
+    from deepgym_ray.client import DeepGym, default_client
     from deepgym_ray.completions import completion_to_code, extract_code
     from deepgym_ray.contract import MODEL_FAULT_ERRORS, check_score, is_verdict
-    from deepgym_ray.envs import list_environments, load_environment
+    from deepgym_ray.envs import list_environments, load_environment, resolve_environments
     from deepgym_ray.exceptions import (
         DeepGymError,
         DeepGymTimeoutError,
@@ -125,9 +126,9 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
         VerifierError,
         is_infrastructure_failure,
     )
-    from deepgym_ray.importers import list_suites, load_suite, load_suite_environment
     from deepgym_ray.integrations.dapo import make_dapo_reward_fn, make_dapo_shaped_reward_fn
     from deepgym_ray.integrations.rows import RowScorer
+    from deepgym_ray.integrations.serve import ServeSettings, start_service
     from deepgym_ray.integrations.trl import make_trl_async_reward_fn, make_trl_reward_fn
     from deepgym_ray.integrations.verl import (
         VerlRewardSettings,
@@ -135,13 +136,16 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
         verl_rows,
         write_verl_parquet,
     )
-    from deepgym_ray.mixed import MixedEnvironment
-    from deepgym_ray.mixed_config import MixedConfig, load_mixed_config
     from deepgym_ray.models import BatchResult, CaseResult, Environment, EvalResult, RunResult
     from deepgym_ray.pool import VerifierPool, get_pool
-    from deepgym_ray.pool_admin import pool_status, shutdown_pools
+    from deepgym_ray.pool.actor import VerifierActor
+    from deepgym_ray.pool.admin import pool_status, shutdown_pools
+    from deepgym_ray.pool.connect import ClusterConnectionError, ensure_ray
     from deepgym_ray.reward import AsyncRewardFunction, MaskedRate, RewardFunction, grpo_advantages
+    from deepgym_ray.reward.mixed import MixedEnvironment
+    from deepgym_ray.reward.mixed_config import MixedConfig, load_mixed_config
     from deepgym_ray.sandboxes import SandboxProvider, make_provider
     from deepgym_ray.sandboxes.daytona import DaytonaProvider
     from deepgym_ray.sandboxes.local import LocalProvider
-    from deepgym_ray.serve import ServeSettings, start_service
+    from deepgym_ray.scoring import Scorer
+    from deepgym_ray.suites import list_suites, load_suite, load_suite_environment

@@ -2,15 +2,16 @@
 
 ``run`` raises when nothing was judged (SandboxError, TimeoutError, VerifierError); ``run_safe``,
 ``run_batch`` and ``eval`` turn every raise into a result without a verdict, so one bad run
-never sinks a batch. The client holds only its config and (if given) a provider or provider
-factory; the provider itself is built lazily on first use, so a client pickles (cloudpickle)
-cheaply into Ray actors.
+never sinks a batch. The code is taken out of each completion here, once, on the driver; a
+:class:`~deepgym_ray.scoring.Scorer` (the sandbox settings, small and picklable) scores it, on
+the shared Ray pool's actors or on this process's threads (``backend``).
 
 Example:
-    >>> from deepgym_ray import DeepGym, load_environment           # doctest: +SKIP
-    >>> dg = DeepGym(mode="local")                                   # doctest: +SKIP
-    >>> dg.run(load_environment("coin_change"), "```python\\n...```").score  # doctest: +SKIP
-    1.0
+    from deepgym_ray import DeepGym, load_environment
+    dg = DeepGym(mode="local")
+    env = load_environment("coin_change")
+    dg.run(env, "```python\\n" + env.reference_solution + "```").score    # 1.0
+    dg.run_batch(env, completions).pass_rate                               # on the Ray pool
 """
 
 from __future__ import annotations
@@ -19,7 +20,6 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from deepgym_ray.completions import check_completion, check_completions, completion_to_code
@@ -27,12 +27,13 @@ from deepgym_ray.config import DeepGymConfig, check_max_parallel
 from deepgym_ray.exceptions import error_type_for
 from deepgym_ray.models import BatchResult, Environment, EvalResult, RunResult
 from deepgym_ray.sandboxes.base import SandboxProvider
+from deepgym_ray.scoring import ProviderSpec, Scorer, map_threads
 
-__all__ = ["DeepGym"]
+__all__ = ["DeepGym", "default_client"]
 
 logger = logging.getLogger(__name__)
 
-ProviderSpec = SandboxProvider | Callable[[], SandboxProvider] | None
+OnResult = Callable[[int, RunResult], object]
 
 
 class DeepGym:
@@ -60,23 +61,12 @@ class DeepGym:
                 data["max_parallel"] = max_parallel
             config = DeepGymConfig(**data)  # validated like any other settings
         self.config = config
-        self._provider_spec = provider
-        self._provider: SandboxProvider | None = None
-        self._lock = threading.Lock()
+        self.scorer = Scorer(config.mode, config.provider_options, provider)
         if provider is None and check:
             # A mode that cannot run here fails now, once, not on every run of a batch.
             from deepgym_ray.sandboxes import check_mode
 
             check_mode(config.mode, **config.provider_options)
-
-    # --- pickling: config and provider spec travel, the built provider does not -------------
-
-    def __getstate__(self) -> dict[str, Any]:
-        return {"config": self.config, "provider_spec": self._provider_spec}
-
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        # Checked where the client was made; an actor's copy does not ask the provider again.
-        self.__init__(config=state["config"], provider=state["provider_spec"], check=False)
 
     def __repr__(self) -> str:
         return f"DeepGym(mode={self.config.mode!r}, backend={self.config.backend!r})"
@@ -84,28 +74,11 @@ class DeepGym:
     @property
     def provider(self) -> SandboxProvider:
         """The sandbox provider, built on first use."""
-        if self._provider is None:
-            with self._lock:
-                if self._provider is None:
-                    self._provider = self._build_provider()
-        return self._provider
-
-    def _build_provider(self) -> SandboxProvider:
-        spec = self._provider_spec
-        if isinstance(spec, SandboxProvider):
-            return spec
-        if callable(spec):
-            return spec()
-        from deepgym_ray.sandboxes import make_provider
-
-        return make_provider(self.config.mode, **self.config.provider_options)
+        return self.scorer.provider
 
     def close(self) -> None:
         """Release the provider (it is rebuilt if the client is used again)."""
-        with self._lock:
-            provider, self._provider = self._provider, None
-        if provider is not None and not isinstance(self._provider_spec, SandboxProvider):
-            provider.close()
+        self.scorer.close()
 
     # --- scoring ----------------------------------------------------------------------------
 
@@ -124,11 +97,9 @@ class DeepGym:
 
         Raises SandboxError, TimeoutError or VerifierError when nothing was judged.
         """
-        from deepgym_ray.judge.host import judge
-
         env = self._environment(env)
         check_completion(model_output, "model_output")
-        return judge(self.provider, env, completion_to_code(model_output))
+        return self.scorer.run(env, completion_to_code(model_output))
 
     def run_safe(self, env: Environment | str, code_or_output: Any) -> RunResult:
         """Like :meth:`run`, but a raise becomes a result without a verdict."""
@@ -142,21 +113,6 @@ class DeepGym:
                              f"{exc}", env_name=name, duration=time.monotonic() - started,
                              sandbox_id=getattr(exc, "sandbox_id", None))
 
-    def _map(self, envs: Sequence[Environment], outputs: Sequence[Any],
-             max_parallel: int) -> list[RunResult]:
-        if self.config.backend == "ray":
-            try:
-                from deepgym_ray.pool import get_pool
-            except ImportError:
-                logger.debug("deepgym_ray.pool is not available; scoring on threads")
-            else:
-                return list(get_pool(self).map(list(envs), list(outputs), max_parallel))
-        if not outputs:
-            return []
-        workers = max(1, min(max_parallel, len(outputs)))
-        with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="deepgym") as pool:
-            return list(pool.map(self.run_safe, envs, outputs))
-
     def run_batch(self, env: Environment | str, outputs: Sequence[Any],
                   max_parallel: int | None = None) -> BatchResult:
         """Score many outputs against one environment; results in input order, never raises
@@ -164,7 +120,7 @@ class DeepGym:
         started = time.monotonic()
         env = self._environment(env)
         outputs = check_completions(outputs, "outputs")
-        results = self._map([env] * len(outputs), outputs, self._parallel(max_parallel))
+        results = self.score_outputs([env] * len(outputs), outputs, max_parallel)
         return BatchResult(results=results, duration=time.monotonic() - started)
 
     def eval(self, envs: Sequence[Environment | str], outputs: Sequence[Any] | None = None,
@@ -175,15 +131,81 @@ class DeepGym:
             raise TypeError(f"envs must be a list of environments (one per output), got one "
                             f"{type(envs).__name__}; use run_batch for many outputs of one")
         envs = [self._environment(e) for e in envs]
-        if outputs is None:
-            outputs = [e.reference_solution or "" for e in envs]
-        outputs = check_completions(outputs, "outputs")
-        if len(outputs) != len(envs):
-            raise ValueError(f"got {len(outputs)} outputs for {len(envs)} environments")
-        results = self._map(envs, outputs, self._parallel(max_parallel))
+        if outputs is None:  # reference solutions are code already: sent as they are
+            results = self.score_code(envs, [e.reference_solution or "" for e in envs],
+                                      max_parallel)
+        else:
+            outputs = check_completions(outputs, "outputs")
+            if len(outputs) != len(envs):
+                raise ValueError(f"got {len(outputs)} outputs for {len(envs)} environments")
+            results = self.score_outputs(envs, outputs, max_parallel)
         return EvalResult(results=results, env_names=[e.name for e in envs],
                           duration=time.monotonic() - started)
 
-    def _parallel(self, max_parallel: int | None) -> int:
-        return check_max_parallel(self.config.max_parallel if max_parallel is None
-                                  else max_parallel)
+    def score_outputs(self, envs: Sequence[Environment], outputs: Sequence[Any],
+                      max_parallel: int | None = None, *,
+                      on_result: OnResult | None = None) -> list[RunResult]:
+        """Take the code out of each output (once, here) and score it: one result per output,
+        in order. An output whose code cannot be taken (a conversation with no answer) gets a
+        result without a verdict that says why; the others are scored as usual."""
+        codes: list[str] = []
+        sent: list[int] = []
+        unsent: dict[int, RunResult] = {}
+        for index, output in enumerate(outputs):
+            try:
+                codes.append(completion_to_code(output, index))
+                sent.append(index)
+            except ValueError as exc:
+                unsent[index] = RunResult(error_type=error_type_for(exc), env_name=envs[index].name,
+                                          details=f"no code to run: {exc}")
+        if not unsent:
+            return self.score_code(envs, codes, max_parallel, on_result=on_result)
+        for index, result in unsent.items():
+            if on_result is not None:
+                on_result(index, result)
+        scored = self.score_code(
+            [envs[i] for i in sent], codes, max_parallel,
+            on_result=None if on_result is None else lambda i, r: on_result(sent[i], r))
+        results = dict(unsent)
+        results.update(zip(sent, scored, strict=True))
+        return [results[i] for i in range(len(outputs))]
+
+    def score_code(self, envs: Sequence[Environment], codes: Sequence[str],
+                   max_parallel: int | None = None, *, on_result: OnResult | None = None,
+                   chunk_size: int | None = None) -> list[RunResult]:
+        """Score ``codes[i]`` (code, sent as it is) against ``envs[i]`` on the client's backend:
+        the shared Ray pool, or this process's threads. ``on_result(index, result)`` hears of
+        each result as soon as it is known; the list comes back in input order."""
+        limit = check_max_parallel(self.config.max_parallel if max_parallel is None
+                                   else max_parallel)
+        if self.config.backend == "threads":
+            return map_threads(self.scorer, envs, codes, limit, on_result)
+        from deepgym_ray.pool import get_pool
+
+        pool = get_pool(self.scorer, self.config.pool)
+        return list(pool.map(list(envs), list(codes), limit, on_result=on_result,
+                             chunk_size=chunk_size, code=True))
+
+
+_DEFAULT_CLIENTS: dict[str, DeepGym] = {}
+_DEFAULT_LOCK = threading.Lock()
+
+
+def default_client() -> DeepGym:
+    """The client used when none is given (reward functions, integrations): ``mode='auto'`` on
+    the Ray pool, one per process and mode.
+
+    Auto picks Daytona when ``DAYTONA_API_KEY`` is set and its SDK is installed, else local
+    sandboxes, with one warning when the key is set but the SDK is missing. The choice is made
+    here, on the driver, and the actors get the concrete mode (deciding in every actor would
+    warn once per actor). Reward functions built without a client share it, so sibling
+    functions (one per reward component) share each batch's scoring.
+    """
+    from deepgym_ray.sandboxes import resolve_mode
+
+    mode = resolve_mode("auto")
+    with _DEFAULT_LOCK:
+        client = _DEFAULT_CLIENTS.get(mode)
+        if client is None:
+            client = _DEFAULT_CLIENTS[mode] = DeepGym(mode=mode, backend="ray")
+        return client

@@ -196,3 +196,9 @@ def error_type_for(exc: BaseException) -> str:
     if _is_transport_error(exc):
         return contract.SANDBOX_ERROR
     return contract.RUNTIME_ERROR
+
+
+def describe_error(exc: BaseException) -> str:
+    """``Type: first line of the message``, at most 300 characters: an error for a log line."""
+    text = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {text[0] if text else ''}"[:300]

@@ -8,8 +8,8 @@ import glob
 import os
 from pathlib import Path
 
+from deepgym_ray.judge.deepgym_proc import uid_processes as _uid_processes
 from deepgym_ray.models import Environment
-from deepgym_ray.sandboxes.isolation import _uid_processes
 from deepgym_ray.sandboxes.local import LocalProvider
 
 # Passes (1.0) only when the solution's ``attack()`` returns True: the attack worked.

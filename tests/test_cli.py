@@ -92,7 +92,7 @@ def test_run_exit_codes(capsys, tmp_path, answer_env):
 
 
 def test_run_scores_a_humaneval_member(capsys, tmp_path):
-    from deepgym_ray.importers import load_suite_environment
+    from deepgym_ray.suites import load_suite_environment
 
     answer = tmp_path / "answer.md"
     answer.write_text("```python\n" + load_suite_environment("humaneval/4").reference_solution
@@ -148,7 +148,7 @@ def test_eval_through_the_ray_pool(capsys, tmp_path, ray_local):
 
 
 def test_human_eval_samples_and_wrong_answers(capsys, tmp_path):
-    from deepgym_ray.importers.humaneval import load_problem
+    from deepgym_ray.suites.humaneval import load_problem
 
     rows = [{"task_id": "HumanEval/0", "completion": load_problem("HumanEval/0")[
         "canonical_solution"]},

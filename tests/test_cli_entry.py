@@ -115,7 +115,7 @@ def test_a_bad_setting_in_a_config_file_is_one_line(tmp_path):
 
 def humaneval_samples(tmp_path: Path) -> tuple[Path, dict[str, list[bool]]]:
     """Three HumanEval tasks with 4 samples each, right or wrong in a known pattern."""
-    from deepgym_ray.importers.humaneval import load_problem
+    from deepgym_ray.suites.humaneval import load_problem
 
     pattern = {"HumanEval/0": [1, 0, 0, 1], "HumanEval/2": [0, 0, 0, 0],
                "HumanEval/4": [1, 1, 1, 0]}

@@ -100,6 +100,34 @@ def test_auto_with_a_key_and_the_sdk_is_daytona_and_runs(fresh_auto, server):
     assert default_shape("auto", 2, max_parallel=200) == (2, 100)  # io_bound, read by the pool
 
 
+@pytest.mark.parametrize("key", [None, "some-key"])
+@pytest.mark.parametrize("sdk", [True, False])
+def test_auto_never_resolves_to_a_provider_that_is_not_there(fresh_auto, key, sdk):
+    """A key and the SDK once made 'auto' name a provider module that did not exist, and every
+    run failed. Whatever the environment, auto names a registered provider that imports."""
+    if key is None:
+        fresh_auto.delenv("DAYTONA_API_KEY", raising=False)
+    else:
+        fresh_auto.setenv("DAYTONA_API_KEY", key)
+    if not sdk:
+        fresh_auto.setitem(sys.modules, "daytona", None)
+    mode = sandboxes.resolve_mode("auto")
+    assert mode == ("daytona" if key and sdk else "local")
+    assert mode in sandboxes.PROVIDERS
+    found = sandboxes.provider_class("auto")
+    assert issubclass(found, sandboxes.SandboxProvider) and found.name == mode
+
+
+def test_auto_with_a_key_for_an_unreachable_server_fails_at_client_creation(fresh_auto):
+    """Auto with a key never builds a client whose every run would fail: it fails at once."""
+    from deepgym_ray.exceptions import ProviderUnavailableError
+
+    fresh_auto.setenv("DAYTONA_API_KEY", "k")
+    fresh_auto.setenv("DAYTONA_API_URL", "http://127.0.0.1:9/api")
+    with pytest.raises(ProviderUnavailableError, match="daytona"):
+        DeepGym(mode="auto", backend="threads", call_timeout=5.0)
+
+
 def test_a_wrong_key_fails_at_client_creation_in_one_line(server):
     with pytest.raises(SandboxError) as info:
         DeepGym(mode="daytona", backend="threads", api_key="wrong-key", api_url=server.url)
@@ -244,14 +272,19 @@ def test_sandboxes_are_reused_cleaned_and_deleted_on_close(server):
 
 
 def _processes_of(uid):
+    """Live processes of ``uid``. A zombie is dead (it runs nothing and holds nothing but its
+    pid); an orphan's waits for this machine's init, which reaps lazily, to collect it."""
     found = []
     for entry in os.listdir("/proc"):
         try:
             with open(f"/proc/{entry}/status") as f:
-                if any(line.startswith("Uid:") and int(line.split()[1]) == uid for line in f):
-                    found.append(entry)
-        except (OSError, ValueError):
+                status = f.read()
+        except OSError:
             continue
+        fields = dict(line.split(":", 1) for line in status.splitlines() if ":" in line)
+        if fields.get("State", "").split()[:1] != ["Z"] \
+                and fields.get("Uid", "").split()[:1] == [str(uid)]:
+            found.append(entry)
     return found
 
 

@@ -6,12 +6,13 @@ import json
 
 import pytest
 
+from deepgym_ray.cli.eval_runner import solution_jobs
+from deepgym_ray.cli.results_file import ResultsFile, ResultsFileError, record_for
+from deepgym_ray.cli.solutions_file import SolutionsFileError, read_solutions
+from deepgym_ray.cli.summary import format_summary, pass_rate_line, run_line
 from deepgym_ray.completions import completion_to_code
-from deepgym_ray.eval_runner import verbatim
+from deepgym_ray.envs import load_environment
 from deepgym_ray.models import EvalResult, RunResult
-from deepgym_ray.results_file import ResultsFile, ResultsFileError, record_for
-from deepgym_ray.solutions_file import SolutionsFileError, read_solutions
-from deepgym_ray.summary import format_summary, pass_rate_line, run_line
 
 # --- solutions file -----------------------------------------------------------------------
 
@@ -60,8 +61,18 @@ def test_missing_solutions_file(tmp_path):
     'S = """\n```python\nx\n```\n"""\n',
     'S = """\n  ~~~~\n`````\n"""\nprint(S)\n',
 ])
-def test_verbatim_code_survives_code_extraction(code):
-    assert completion_to_code(verbatim(code)) == code
+def test_code_is_sent_as_given_and_completions_once_extracted(tmp_path, code):
+    env = load_environment("coin_change")
+    fenced = f"Here:\n````python\n{code}````\n"
+    path = write(tmp_path / "s.jsonl", json.dumps({"env": "coin_change", "code": code}),
+                 json.dumps({"env": "coin_change", "completion": fenced}),
+                 json.dumps({"env": "coin_change", "completion": [{"role": "user",
+                                                                    "content": "no answer"}]}))
+    as_code, completed, unanswered = solution_jobs([env], path)
+    assert as_code.code == code and as_code.completion == code
+    assert completed.code == completion_to_code(fenced) and completed.completion == fenced
+    assert unanswered.code is None and "no assistant turn" in unanswered.problem
+    assert len({as_code.answer_sha, unanswered.answer_sha}) == 2
 
 
 # --- results file -------------------------------------------------------------------------

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from deepgym_ray.importers import (
+from deepgym_ray.suites import (
     UnknownSuiteError,
     humaneval,
     list_suites,
@@ -79,9 +79,7 @@ def client():
 
 @pytest.mark.parametrize("name", sorted(CHEATS))
 def test_cheats_and_broken_answers_are_judged_zeros(client, name):
-    from deepgym_ray.eval_runner import verbatim
-
-    result = client.run_safe(load_suite_environment(name), verbatim(CHEATS[name]))
+    result = client.scorer.run_safe(load_suite_environment(name), CHEATS[name])
     assert result.has_verdict, result
     assert (result.passed, result.score) == (False, 0.0), result
 

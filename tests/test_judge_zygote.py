@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from deepgym_ray.client import DeepGym
+from deepgym_ray.judge.deepgym_proc import uid_processes as _uid_processes
 from deepgym_ray.models import Environment
-from deepgym_ray.sandboxes.isolation import _uid_processes
 from deepgym_ray.sandboxes.local import LocalProvider
 
 REPORT_VERIFIER = '''

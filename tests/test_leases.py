@@ -8,7 +8,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from deepgym_ray.leases import Leases
+from deepgym_ray.pool.slots import Leases
 
 
 class _Counter:

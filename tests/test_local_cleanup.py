@@ -14,9 +14,9 @@ from judge_helpers import processes_with
 from local_helpers import RecordingProvider, attack_env, leftovers, own_cgroups
 
 from deepgym_ray.client import DeepGym
-from deepgym_ray.sandboxes import workarea
-from deepgym_ray.sandboxes.isolation import kill_uid
-from deepgym_ray.sandboxes.removal import remove_tree
+from deepgym_ray.judge.deepgym_proc import kill_uid
+from deepgym_ray.sandboxes.local import workarea
+from deepgym_ray.sandboxes.local.removal import remove_tree
 
 # At import: a grandchild in its own session that execs an interpreter carrying MARK in its
 # command line and keeps re-forking (each generation a new pid, the parent gone), so that a

@@ -96,7 +96,7 @@ def test_make_provider_modes(monkeypatch, caplog):
 
 
 def test_directories_of_dead_processes_are_swept(monkeypatch, tmp_path):
-    from deepgym_ray.sandboxes import workarea
+    from deepgym_ray.sandboxes.local import workarea
 
     monkeypatch.setattr(workarea.tempfile, "gettempdir", lambda: str(tmp_path))
     monkeypatch.setattr(workarea, "_SWEPT", False)

@@ -6,8 +6,8 @@ import collections
 
 import pytest
 
-from deepgym_ray.mixed import MixedEnvironment
 from deepgym_ray.models import Environment
+from deepgym_ray.reward.mixed import MixedEnvironment
 
 
 def _env(name: str, task: str | None = None) -> Environment:

@@ -15,7 +15,7 @@ RAY_CHATTER = ("Token authentication is", "Started a local Ray instance")
 
 
 def test_ray_start_chatter_goes_to_our_log_not_the_console(caplog):
-    from deepgym_ray.cluster import _ray_start_chatter_to_our_log
+    from deepgym_ray.pool.connect import _ray_start_chatter_to_our_log
 
     printed = []
 
@@ -27,7 +27,7 @@ def test_ray_start_chatter_goes_to_our_log_not_the_console(caplog):
     console = Console()
     ray_logger.addHandler(console)
     try:
-        with caplog.at_level(logging.INFO, logger="deepgym_ray.cluster"):
+        with caplog.at_level(logging.INFO, logger="deepgym_ray.pool.connect"):
             with _ray_start_chatter_to_our_log():
                 ray_logger.warning("Started a local Ray instance.")
                 ray_logger.warning("something else Ray says")
@@ -38,7 +38,7 @@ def test_ray_start_chatter_goes_to_our_log_not_the_console(caplog):
     finally:
         ray_logger.removeHandler(console)
     assert printed == ["something else Ray says", "Started a local Ray instance."]
-    ours = [r.getMessage() for r in caplog.records if r.name == "deepgym_ray.cluster"]
+    ours = [r.getMessage() for r in caplog.records if r.name == "deepgym_ray.pool.connect"]
     assert ours == ["ray: Started a local Ray instance.",
                     "ray: Token authentication is enabled for this Ray cluster."]
 

@@ -204,10 +204,10 @@ def test_a_client_with_other_sandbox_settings_gets_its_own_pool(make_pool, ray_l
                                          pool=pool.config.model_copy(update={"actors": 1})))
     joined = VerifierPool(other)
     try:
-        assert joined.scorer != pool.scorer
+        assert joined.scorer.key != pool.scorer.key
         assert {a._actor_id for a in joined.actors}.isdisjoint(a._actor_id for a in pool.actors)
         manifest = ray_local.get(joined.actors[0].manifest.remote())
-        assert '"memory_mb": 512' in manifest["client"]
+        assert '"memory_mb": 512' in manifest["scorer"]
         again = VerifierPool(DeepGym(config=other.config))  # same settings: the same actors
         assert [a._actor_id for a in again.actors] == [a._actor_id for a in joined.actors]
     finally:
@@ -220,7 +220,5 @@ def test_a_pool_that_cannot_start_says_why(ray_local, tmp_path):
         with pytest.raises(RuntimeError, match="did not start within 2s.*512"):
             VerifierPool(make_client(tmp_path, pool=config), start_timeout=2)
     finally:  # the actor waits for room in the cluster: take it away
-        from deepgym_ray.actor import scorer_key
-
-        name = f"{config.name}-{scorer_key(make_client(tmp_path, pool=config))}-0"
+        name = f"{config.name}-{make_client(tmp_path, pool=config).scorer.key}-0"
         ray_local.kill(ray_local.get_actor(name, namespace=config.namespace))

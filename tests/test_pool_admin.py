@@ -15,11 +15,11 @@ import uuid
 import pytest
 from providers import make_client, script
 
-from deepgym_ray.cluster import ClusterConnectionError, _auth_hint
 from deepgym_ray.config import PoolConfig
 from deepgym_ray.models import Environment
 from deepgym_ray.pool import VerifierPool
-from deepgym_ray.pool_admin import pool_status, shutdown_pools
+from deepgym_ray.pool.admin import pool_status, shutdown_pools
+from deepgym_ray.pool.connect import ClusterConnectionError, _auth_hint
 
 ENV = Environment(name="scripted", verifier_code="return 1.0")
 
@@ -144,7 +144,7 @@ def test_token_authentication_errors_name_ray_auth_mode():
 def test_status_without_a_cluster_says_so(tmp_path):
     env = {**os.environ, "RAY_ADDRESS": "", "TMPDIR": str(tmp_path)}
     done = subprocess.run(
-        [sys.executable, "-c", "import ray, deepgym_ray.pool_admin as a\n"
+        [sys.executable, "-c", "import ray, deepgym_ray.pool.admin as a\n"
          "import ray._private.services as s\n"
          "s.canonicalize_bootstrap_address = lambda *x, **k: None\n"  # no `ray start` record
          "try:\n    a.pool_status()\nexcept a.ClusterConnectionError as e:\n    print(e)\n"

@@ -122,8 +122,13 @@ def test_reward_function_routes_each_completion(pool_client):
 
 def test_reward_function_names_bad_input(pool_client):
     reward_fn = RewardFunction(ENV, client=pool_client)
-    with pytest.raises(ValueError, match="completion 1 has no assistant turn"):
-        reward_fn(["x", [{"role": "user", "content": "hi"}]])
+    # A conversation with no answer gets its own result without a verdict, naming it; the
+    # rest of the batch is scored as usual.
+    fine, unanswered = reward_fn.results([fenced(script(score=1.0)),
+                                          [{"role": "user", "content": "hi"}]])
+    assert fine.reward == 1.0
+    assert not unanswered.has_verdict and unanswered.env_name == "scripted"
+    assert "completion 1 has no assistant turn" in unanswered.details
     with pytest.raises(TypeError, match="completions must be a list"):
         reward_fn("just one string")
     with pytest.raises(TypeError, match="route"):

@@ -9,8 +9,8 @@ import pytest
 from pydantic import ValidationError
 
 from deepgym_ray.cli import build_parser, main
-from deepgym_ray.mixed_config import mixture_of
-from deepgym_ray.serve import ServeSettings
+from deepgym_ray.integrations.serve import ServeSettings
+from deepgym_ray.reward.mixed_config import mixture_of
 
 
 def test_settings_need_exactly_one_source_and_a_finite_no_verdict_score():
@@ -45,7 +45,7 @@ def test_serve_command_refuses_unknown_environments_and_bad_mixtures(tmp_path, c
 
 def test_openrlhf_labels_route_like_a_dataset_row():
     pytest.importorskip("ray.serve")
-    from deepgym_ray.serve_app import _label_row, _response_of
+    from deepgym_ray.integrations.serve_app import _label_row, _response_of
 
     mixed = mixture_of(["coin_change", "knapsack_01"])
     assert mixed.route_row(0, _label_row("knapsack_01")).name == "knapsack_01"

@@ -19,8 +19,8 @@ from deepgym_ray.integrations.trl import (
     make_trl_reward_fn,
     reward_of,
 )
-from deepgym_ray.mixed import MixedEnvironment
 from deepgym_ray.models import Environment, RunResult
+from deepgym_ray.reward.mixed import MixedEnvironment
 
 ENV = Environment(name="scripted", task="Print directives.", verifier_code="return 1.0")
 OTHER = Environment(name="other", task="Other task.", verifier_code="return 1.0")

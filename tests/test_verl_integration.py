@@ -17,8 +17,8 @@ torch = pytest.importorskip("torch")
 from deepgym_ray.config import ConfigError  # noqa: E402
 from deepgym_ray.envs import load_environment  # noqa: E402
 from deepgym_ray.integrations import verl as dverl  # noqa: E402
-from deepgym_ray.mixed import MixedEnvironment  # noqa: E402
-from deepgym_ray.mixed_config import load_mixed_config  # noqa: E402
+from deepgym_ray.reward.mixed import MixedEnvironment  # noqa: E402
+from deepgym_ray.reward.mixed_config import load_mixed_config  # noqa: E402
 
 
 def _hand_grpo(scores, groups, judged, eps=1e-6, scale=True):

@@ -1,4 +1,4 @@
-"""Built-in environments (one folder each) and the loader.
+"""Environments: the built-in folders, the folder format, and the one name resolver.
 
 Example:
     >>> from deepgym_ray.envs import load_environment
@@ -6,11 +6,12 @@ Example:
     5.0
 """
 
-from deepgym_ray.envs.registry import (
-    builtin_names,
-    list_environments,
+from deepgym_ray.envs.registry import builtin_names, list_environments, load_folder
+from deepgym_ray.envs.resolver import (
+    UnknownEnvironmentError,
     load_environment,
-    load_folder,
+    resolve_environments,
 )
 
-__all__ = ["builtin_names", "list_environments", "load_environment", "load_folder"]
+__all__ = ["UnknownEnvironmentError", "builtin_names", "list_environments", "load_environment",
+           "load_folder", "resolve_environments"]

@@ -1,4 +1,4 @@
-"""Environment folders: load one by built-in name or path, list the built-in ones.
+"""Environment folders: read one, list the built-in ones (names are resolved in ``resolver``).
 
 A folder holds ``task.md``, ``verifier.py``, ``reference_solution.py`` and ``metadata.json``
 (name, difficulty, domain, tags, timeout, case_timeout), optionally ``test_cases.json`` and
@@ -7,7 +7,7 @@ Environment so it travels to other nodes with it. Those five files must be UTF-8
 byte order mark is dropped); one that is not raises ValueError naming it and the bad byte.
 
 Example:
-    >>> load_environment("coin_change").name
+    >>> load_folder(BUILTIN_DIR / "coin_change").name
     'coin_change'
     >>> "coin_change" in [e["name"] for e in list_environments()]
     True
@@ -15,8 +15,6 @@ Example:
 
 from __future__ import annotations
 
-import difflib
-import importlib
 import json
 from pathlib import Path
 from typing import Any
@@ -92,25 +90,6 @@ def load_folder(folder: str | Path, name: str | None = None) -> Environment:
         return Environment(**fields)
     except ValueError as exc:
         raise ValueError(f"environment folder {folder} is invalid: {exc}") from exc
-
-
-def load_environment(name_or_path: str | Path) -> Environment:
-    """A built-in environment by name, a suite member (``humaneval/0``), or a folder path."""
-    text = str(name_or_path)
-    path = Path(name_or_path).expanduser()
-    if path.is_dir():
-        return load_folder(path)
-    if text in builtin_names():
-        return load_folder(BUILTIN_DIR / text)
-    if "/" in text and not text.startswith((".", "/", "~")):
-        importers = importlib.import_module("deepgym_ray.importers")
-        loader = getattr(importers, "load_suite_environment", None)
-        if loader is not None:
-            return loader(text)
-    close = difflib.get_close_matches(text, builtin_names(), n=5, cutoff=0.5)
-    hint = f"; did you mean {', '.join(close)}?" if close else ""
-    raise ValueError(f"unknown environment {text!r}: not a built-in name or an environment "
-                     f"folder{hint} (see list_environments())")
 
 
 def list_environments() -> list[dict[str, Any]]:

@@ -5,11 +5,11 @@ GRPO. The last fenced code block of each completion runs; a completion without a
 None, which TRL leaves out of the loss and of its group's statistics.
 
 Example:
-    >>> from deepgym_ray.envs import load_environment            # doctest: +SKIP
-    >>> reward_fn = make_dapo_reward_fn(load_environment("coin_change"))  # doctest: +SKIP
-    >>> reward_fn(completions=["def solve(x): return x"])         # doctest: +SKIP
-    [0.0]
-    >>> shaped = make_dapo_shaped_reward_fn(env, component="correctness")  # doctest: +SKIP
+    from deepgym_ray.envs import load_environment
+    reward_fn = make_dapo_reward_fn(load_environment("coin_change"))
+    reward_fn(completions=["def solve(x): return x"])
+    # [0.0]
+    shaped = make_dapo_shaped_reward_fn(env, component="correctness")
 """
 
 from __future__ import annotations

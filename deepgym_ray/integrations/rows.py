@@ -13,9 +13,9 @@ that reads its reward columns off the first sample needs:
   its score; no verdict gives ``no_verdict_score``).
 
 Example:
-    >>> scorer = RowScorer(mixed, client, no_verdict_score=0.0)          # doctest: +SKIP
-    >>> scorer.score(["```python\\n...```"], [{"env_name": "coin_change"}])  # doctest: +SKIP
-    [{'score': 1.0, 'has_verdict': True, 'error_type': '', 'env_name': 'coin_change'}]
+    scorer = RowScorer(mixed, client, no_verdict_score=0.0)
+    scorer.score(["```python\\n...```"], [{"env_name": "coin_change"}])
+    # [{'score': 1.0, 'has_verdict': True, 'error_type': '', 'env_name': 'coin_change'}]
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ from deepgym_ray.config import check_max_parallel
 from deepgym_ray.models import Environment, RunResult
 from deepgym_ray.reward import MaskedRate
 
-__all__ = ["BASE_KEYS", "RowScorer"]
+__all__ = ["BASE_KEYS", "RowScorer", "row_scorer"]
 
 logger = logging.getLogger(__name__)
 
@@ -65,7 +65,7 @@ class RowScorer:
                                                for c in components):
             raise ValueError(f"components must be a list of component names, got {components!r}")
         if client is None:
-            from deepgym_ray.integrations.trl import default_client
+            from deepgym_ray.client import default_client
 
             client = default_client()
         self.env = env
@@ -94,19 +94,18 @@ class RowScorer:
         if len(completions) != len(rows):
             raise ValueError(f"got {len(completions)} completions for {len(rows)} rows")
         out: list[dict[str, Any] | ValueError | None] = [None] * len(rows)
-        todo: list[tuple[int, Environment]] = []
+        todo: list[tuple[int, Environment, str]] = []
         for i, (completion, row) in enumerate(zip(completions, rows, strict=True)):
-            try:
-                completion_to_code(completion, i)
-                todo.append((i, self.route(i, row)))
+            try:  # the code is taken out here, once; only the code is sent
+                todo.append((i, self.route(i, row), completion_to_code(completion, i)))
             except (TypeError, ValueError) as exc:
                 out[i] = exc if isinstance(exc, ValueError) else ValueError(str(exc))
         if todo:
-            batch = self.client.eval([env for _, env in todo],
-                                     [completions[i] for i, _ in todo],
-                                     max_parallel=self.max_parallel)
-            self.masked_rate.update(batch.results)
-            for (i, env), result in zip(todo, batch.results, strict=True):
+            results = self.client.score_code([env for _, env, _ in todo],
+                                             [code for _, _, code in todo],
+                                             max_parallel=self.max_parallel)
+            self.masked_rate.update(results)
+            for (i, env, _), result in zip(todo, results, strict=True):
                 out[i] = self.fields(result, env.name)
         return out  # type: ignore[return-value]
 
@@ -125,3 +124,25 @@ class RowScorer:
             value = reward_of(result, component)
             fields[f"reward/{component}"] = self.no_verdict_score if value is None else value
         return fields
+
+
+def row_scorer(env: Any = None, *, mixed: str | None = None, config: str | None = None,
+               **options: Any) -> RowScorer:
+    """A RowScorer from a service's or a trainer's settings: the mixture file ``mixed`` (its
+    environments, and its DeepGymConfig) or ``env``; the DeepGymConfig file ``config``, when
+    given, overrides the mixture's. ``options`` go to RowScorer."""
+    from pathlib import Path
+
+    from deepgym_ray.client import DeepGym
+    from deepgym_ray.config import DeepGymConfig
+    from deepgym_ray.reward.mixed_config import load_mixed_config
+
+    client_config = None
+    if mixed is not None:
+        mixture = load_mixed_config(mixed)
+        env = mixture.build()
+        client_config = mixture.client_config(Path(mixed).parent)
+    if config is not None:
+        client_config = DeepGymConfig.from_yaml(config)
+    client = None if client_config is None else DeepGym(config=client_config)
+    return RowScorer(env, client, **options)

@@ -8,9 +8,9 @@ needs: every completion still goes through the sandbox and the verifier.
 Needs ``torch``, ``transformers`` and ``tokenizers`` (installed with TRL).
 
 Example:
-    >>> path = build_tiny_model("/tmp/tiny-model", texts=["Write solve(x)."])  # doctest: +SKIP
-    >>> from transformers import AutoModelForCausalLM                         # doctest: +SKIP
-    >>> AutoModelForCausalLM.from_pretrained(path)                            # doctest: +SKIP
+    path = build_tiny_model("/tmp/tiny-model", texts=["Write solve(x)."])
+    from transformers import AutoModelForCausalLM
+    AutoModelForCausalLM.from_pretrained(path)
 """
 
 from __future__ import annotations

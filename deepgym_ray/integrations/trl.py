@@ -8,37 +8,36 @@ pass neither, and both are optional here).
 
 What the reward function does with a batch: each completion (plain text, or a conversation whose
 last assistant turn is the answer) is routed to its environment (a
-:class:`~deepgym_ray.mixed.MixedEnvironment` reads the row's columns), scored on the Ray pool with
-at most ``max_parallel`` runs in flight, and turned into a reward: the score, or one reward
-component with ``component=`` (a result without that component gives its score), or None where
-there is no verdict (TRL then leaves the completion out of its group's baseline). It logs the
-batch's no-verdict rate as ``<name>/no_verdict_rate`` and each completion's ``error_type``.
+:class:`~deepgym_ray.reward.mixed.MixedEnvironment` reads the row's columns), scored on the Ray pool
+with at most ``max_parallel`` runs in flight, and turned into a reward: the score, or one reward
+component with ``component=`` (a result without that component gives its score), or None where there
+is no verdict (TRL then leaves the completion out of its group's baseline). It logs the batch's
+no-verdict rate as ``<name>/no_verdict_rate`` and each completion's ``error_type``.
 Functions built on the same client and environment (one per component) score each batch once
-between them (see :mod:`deepgym_ray.integrations.shared`).
+between them (see :mod:`deepgym_ray.integrations.shared_batch`).
 
 Example:
-    >>> from deepgym_ray.envs import load_environment              # doctest: +SKIP
-    >>> reward_fn = make_trl_reward_fn(load_environment("coin_change"))  # doctest: +SKIP
-    >>> trainer = GRPOTrainer(model=..., reward_funcs=[reward_fn], ...)  # doctest: +SKIP
+    from deepgym_ray.envs import load_environment
+    reward_fn = make_trl_reward_fn(load_environment("coin_change"))
+    trainer = GRPOTrainer(model=..., reward_funcs=[reward_fn], ...)
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-import threading
 from collections.abc import Sequence
 from typing import Any
 
+from deepgym_ray.client import default_client
 from deepgym_ray.completions import check_completions
 from deepgym_ray.config import check_max_parallel
-from deepgym_ray.integrations.shared import batch_key, shared_batch_for
+from deepgym_ray.integrations.shared_batch import batch_key, shared_batch_for
 from deepgym_ray.models import Environment, RunResult
 
 __all__ = [
     "TRLAsyncRewardFunction",
     "TRLRewardFunction",
-    "default_client",
     "make_trl_async_reward_fn",
     "make_trl_reward_fn",
     "reward_of",
@@ -50,32 +49,6 @@ logger = logging.getLogger(__name__)
 TRL_ARGUMENTS = frozenset(
     {"prompts", "completion_ids", "trainer_state", "log_extra", "log_metric", "environments"}
 )
-
-
-_DEFAULT_CLIENTS: dict[str, Any] = {}
-_DEFAULT_LOCK = threading.Lock()
-
-
-def default_client() -> Any:
-    """The client a reward function uses when none is given: ``DeepGym(mode="auto")`` on the
-    Ray pool.
-
-    Auto picks Daytona when ``DAYTONA_API_KEY`` is set and its SDK is installed, else local
-    sandboxes, with one warning when the key is set but the SDK is missing. The choice is made
-    here, on the driver, and the actors get the concrete mode: deciding in every actor would
-    warn once per actor.
-    """
-    from deepgym_ray.client import DeepGym
-    from deepgym_ray.sandboxes import resolve_mode
-
-    mode = resolve_mode("auto")
-    with _DEFAULT_LOCK:
-        # One per process and mode, so reward functions built without a client (one per
-        # component) are siblings that share each batch's scoring.
-        client = _DEFAULT_CLIENTS.get(mode)
-        if client is None:
-            client = _DEFAULT_CLIENTS[mode] = DeepGym(mode=mode, backend="ray")
-        return client
 
 
 def _for_siblings(exc: BaseException) -> Exception:
@@ -106,7 +79,7 @@ class _TRLRewardBase:
         component: str | None = None,
         name: str | None = None,
     ) -> None:
-        from deepgym_ray.mixed import MixedEnvironment
+        from deepgym_ray.reward.mixed import MixedEnvironment
 
         # Any router with MixedEnvironment's route() will do; a name or a path will not.
         if not isinstance(env, (Environment, MixedEnvironment)) \
@@ -141,12 +114,12 @@ class _TRLRewardBase:
         return {k: v for k, v in kwargs.items() if k not in TRL_ARGUMENTS}
 
     def _claim(self, completions: list[Any], columns: dict[str, Any]):
-        """Join a sibling's scoring of this very batch, or own its scoring (see shared.py)."""
-        if isinstance(self.env, Environment):
-            names = [self.env.name]
-        else:  # routing is cheap and on the driver; a bad row fails here, named
-            names = [e.name for e in self.env.route(completions, **columns)]
-        return self._shared.claim(id(self), batch_key(completions, names))
+        """Route the batch (once: a bad row fails here, named), then join a sibling's scoring
+        of this very batch or own its scoring (see :mod:`~deepgym_ray.integrations.shared_batch`).
+        Returns (environments, future, owner)."""
+        envs = self._scorer.environments(completions, **columns)
+        names = [self.env.name] if isinstance(self.env, Environment) else [e.name for e in envs]
+        return (envs, *self._shared.claim(id(self), batch_key(completions, names)))
 
     def _reused(self, results: list[RunResult]) -> list[RunResult]:
         self._scorer.masked_rate.update(results)  # this function's own tally counts them too
@@ -187,15 +160,15 @@ class TRLRewardFunction(_TRLRewardBase):
         """The RunResult of each completion, in order (routing by the row columns in kwargs)."""
         completions = check_completions(completions, "completions")
         columns = self._columns(kwargs)
-        future, owner = self._claim(completions, columns)
+        envs, future, owner = self._claim(completions, columns)
         # Only a finished sibling scoring is taken: waiting here on one still running could be
         # waiting on an async sibling of this very thread's event loop.
         if not owner and future.done() and future.exception() is None:
             return self._reused(future.result())
         if not owner:
-            return list(self._scorer.results(completions, **columns))
+            return list(self._scorer.score_routed(completions, envs))
         try:
-            results = list(self._scorer.results(completions, **columns))
+            results = list(self._scorer.score_routed(completions, envs))
         except BaseException as exc:
             future.set_exception(_for_siblings(exc))
             raise
@@ -221,14 +194,14 @@ class TRLAsyncRewardFunction(_TRLRewardBase):
         """The RunResult of each completion, in order, without blocking the event loop."""
         completions = check_completions(completions, "completions")
         columns = self._columns(kwargs)
-        future, owner = self._claim(completions, columns)
+        envs, future, owner = self._claim(completions, columns)
         if not owner:
             try:
                 return self._reused(await asyncio.wrap_future(future))
             except Exception:  # the sibling's scoring failed: try on our own
-                return list(await self._scorer.results(completions, **columns))
+                return list(await self._scorer.score_routed(completions, envs))
         try:
-            results = list(await self._scorer.results(completions, **columns))
+            results = list(await self._scorer.score_routed(completions, envs))
         except BaseException as exc:
             future.set_exception(_for_siblings(exc))
             raise
@@ -255,9 +228,9 @@ def make_trl_reward_fn(
     (``deepgym``, or ``deepgym_<component>``).
 
     Example:
-        >>> reward_fn = make_trl_reward_fn(env, DeepGym(mode="local"))  # doctest: +SKIP
-        >>> reward_fn(completions=["```python\\nprint(1)\\n```"])         # doctest: +SKIP
-        [0.0]
+        reward_fn = make_trl_reward_fn(env, DeepGym(mode="local"))
+        reward_fn(completions=["```python\\nprint(1)\\n```"])
+        # [0.0]
     """
     return TRLRewardFunction(env, client, max_parallel, component, name)
 

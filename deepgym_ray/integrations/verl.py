@@ -35,10 +35,10 @@ GRPO run on the judged rows, so every other detail matches ``adv_estimator: grpo
 Data: :func:`write_verl_parquet` writes the columns verl's RL dataset reads.
 
 Example:
-    >>> write_verl_parquet("train.parquet", mixed, n=512)                # doctest: +SKIP
-    >>> compute_score("coin_change", "```python\\n...```", "coin_change",
-    ...               {"env_name": "coin_change"})                      # doctest: +SKIP
-    {'score': 1.0, 'has_verdict': True, 'error_type': '', 'env_name': 'coin_change'}
+    write_verl_parquet("train.parquet", mixed, n=512)
+    compute_score("coin_change", "```python\\n...```", "coin_change",
+                  {"env_name": "coin_change"})
+    # {'score': 1.0, 'has_verdict': True, 'error_type': '', 'env_name': 'coin_change'}
 """
 
 from __future__ import annotations
@@ -55,8 +55,8 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from deepgym_ray.integrations.rows import RowScorer
-from deepgym_ray.mixed import NAME_FIELDS, SUITE_FIELDS, TASK_ID_FIELDS, MixedEnvironment
 from deepgym_ray.models import Environment
+from deepgym_ray.reward.mixed import NAME_FIELDS, SUITE_FIELDS, TASK_ID_FIELDS, MixedEnvironment
 
 __all__ = [
     "ADV_ESTIMATOR",
@@ -82,7 +82,7 @@ class VerlRewardSettings(BaseModel):
     """What ``reward.custom_reward_function.reward_kwargs`` may hold.
 
     ``environments``: names as ``deepgym-ray eval`` takes them (suites expand to their
-    members); ``mixed``: a mixture file (see :mod:`deepgym_ray.mixed_config`); neither: every
+    members); ``mixed``: a mixture file (see :mod:`deepgym_ray.reward.mixed_config`); neither: every
     built-in environment. ``config``: a DeepGymConfig YAML (provider, pool name and shape);
     default: the trainers' default client. ``no_verdict_score``: a sample's score without a
     verdict (NaN for the judged-only estimator). ``components``: reward components to report.
@@ -103,31 +103,17 @@ _SCORERS_LOCK = threading.Lock()
 
 
 def _build_scorer(settings: VerlRewardSettings) -> RowScorer:
-    from deepgym_ray.mixed_config import load_mixed_config, mixture_of
+    from deepgym_ray.envs import builtin_names
+    from deepgym_ray.integrations.rows import row_scorer
+    from deepgym_ray.reward.mixed_config import mixture_of
 
-    client_config = None
-    if settings.mixed is not None:
-        mixture = load_mixed_config(settings.mixed)
-        env: Any = mixture.build()
-        client_config = mixture.client_config(Path(settings.mixed).parent)
-    elif settings.environments:
-        env = mixture_of(list(settings.environments))
-    else:
-        from deepgym_ray.envs import builtin_names
-
-        env = mixture_of(list(builtin_names()))
-    if settings.config is not None:
-        from deepgym_ray.config import DeepGymConfig
-
-        client_config = DeepGymConfig.from_yaml(settings.config)
-    client = None
-    if client_config is not None:
-        from deepgym_ray.client import DeepGym
-
-        client = DeepGym(config=client_config)
-    return RowScorer(env, client, max_parallel=settings.max_parallel,
-                     no_verdict_score=settings.no_verdict_score,
-                     components=settings.components)
+    env = None
+    if settings.mixed is None:
+        env = mixture_of(list(settings.environments or builtin_names()))
+    return row_scorer(env, mixed=settings.mixed, config=settings.config,
+                      max_parallel=settings.max_parallel,
+                      no_verdict_score=settings.no_verdict_score,
+                      components=settings.components)
 
 
 def _plain(value: Any) -> Any:

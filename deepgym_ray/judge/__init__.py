@@ -1,4 +1,4 @@
-"""The judge: the stdlib-only files copied into every sandbox, and the host half that reads them.
+"""The judge: the stdlib-only files copied into every sandbox.
 
 In the sandbox (``JUDGE_FILES``, all side by side, importing each other by plain name):
 ``deepgym_runner.py`` (runs the verifier, reports one result over a channel the solution cannot
@@ -13,10 +13,11 @@ decoding of what the solution sends) and
 ``deepgym_worker.py`` (the solution process), ``deepgym_zyproc.py`` (a solution process forked
 by the provider's warm zygote, when it has one).
 
-On the host: :func:`judge` in ``host.py``, and ``deepgym_forkserver.py``, the local provider's
-warm runner fork server. It is not copied into sandboxes: the provider starts it from this
-folder, and the runners it forks use this folder's judge modules, imported once by the server.
-Nor is ``deepgym_zygote.py``, the warm solution zygote the provider starts inside bubblewrap.
+Everything here is stdlib-only and runs inside a sandbox; the host side of judging (the
+environment and the code in, a RunResult out) is :mod:`deepgym_ray.scoring`.
+``deepgym_zygote.py``, the warm solution zygote, also runs in sandboxes (inside bubblewrap for
+the local provider, in the container for Docker), but is started by the provider rather than
+copied with the others for every run.
 
 Example:
     >>> sorted(sandbox_judge_files())  # doctest: +NORMALIZE_WHITESPACE

@@ -64,8 +64,8 @@ def score_cases(solution_path, function, cases, check=None, timeout=None,
     records to make one.
 
     Example:
-        >>> score_cases("solution.py", "add", [("one", (1, 2), 3)])  # doctest: +SKIP
-        {'score': 1.0, 'passed': True, 'details': '1/1 cases passed', 'cases': [...]}
+        score_cases("solution.py", "add", [("one", (1, 2), 3)])
+        # {'score': 1.0, 'passed': True, 'details': '1/1 cases passed', 'cases': [...]}
     """
     cases = list(cases)
     try:

@@ -18,7 +18,7 @@ import subprocess
 import threading
 import time
 
-__all__ = ["Drain", "kill_uid", "parent_of", "wait_exit"]
+__all__ = ["Drain", "kill_as", "kill_uid", "parent_of", "uid_processes", "wait_exit"]
 
 
 def wait_exit(proc, timeout):
@@ -71,40 +71,58 @@ class Drain(threading.Thread):
         return self.data.decode("utf-8", "replace")
 
 
-def _kill_as(uid):
-    """``kill(-1, SIGKILL)`` run as ``uid``: one pass over every process of that uid that no
-    fork can race (a process with a fatal signal pending cannot complete a fork)."""
+def kill_as(uid):
+    """``kill(-1, SIGKILL)`` run as ``uid``: the kernel signals every process of that uid in one
+    pass that forks cannot race (a forking process with a fatal signal pending has its fork
+    undone), unlike a search of /proc followed by kills."""
     try:
         subprocess.run(["kill", "-s", "KILL", "--", "-1"], user=uid, group=uid, extra_groups=[],
                        stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                       stderr=subprocess.DEVNULL, timeout=10, cwd="/",
+                       stderr=subprocess.DEVNULL, timeout=10, close_fds=True, cwd="/",
                        env={"PATH": "/usr/bin:/bin"})
     except (OSError, subprocess.SubprocessError):
-        pass  # the search of /proc below still kills what it finds
+        pass  # the search of /proc in kill_uid still kills what it finds
 
 
-def kill_uid(uid):
-    """Kill every process owned by ``uid`` (used where no cgroup holds them); True when a
-    search of /proc, after a kill that forks cannot race, finds none left."""
-    for attempt in range(50):
-        if os.getuid() == 0 and attempt % 10 == 0:
-            _kill_as(uid)
-        found = False
-        for entry in os.listdir("/proc"):
-            if not entry.isdigit():
-                continue
-            try:
-                with open(f"/proc/{entry}/status") as f:
-                    for line in f:
-                        if line.startswith("Uid:"):
-                            if int(line.split()[1]) == uid:
-                                found = True
-                                os.kill(int(entry), signal.SIGKILL)
-                            break
-            except (OSError, ValueError):
-                continue
-        if not found:
+def uid_processes(uid):
+    """Live (not zombie) processes with ``uid`` as any of their uids. Reads
+    /proc/<pid>/status, since a process that changed uid is not dumpable and its /proc entry
+    belongs to root."""
+    pids = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/status", encoding="ascii", errors="replace") as f:
+                text = f.read()
+        except OSError:
+            continue
+        state = uid_line = None
+        for line in text.splitlines():
+            if line.startswith("State:"):
+                state = line.split()[1]
+            elif line.startswith("Uid:"):
+                uid_line = line.split()[1:]
+                break
+        if uid_line and state != "Z" and str(uid) in uid_line:
+            pids.append(int(entry))
+    return pids
+
+
+def kill_uid(uid, rounds=50):
+    """Kill every process owned by ``uid`` (where no cgroup holds them); True once a search
+    of /proc finds none left, False when some survived ``rounds`` rounds."""
+    for attempt in range(rounds):
+        if os.geteuid() == 0 and attempt % 10 == 0:
+            kill_as(uid)
+        pids = uid_processes(uid)
+        if not pids:
             return True
+        for pid in pids:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
         time.sleep(0.002)
     return False
 

@@ -256,33 +256,36 @@ def _read_verifier(path):
                              f"0x{data[exc.start]:02x} at offset {exc.start}") from None
 
 
-def main():
-    real_out = os.dup(1)  # the only way out for the result; not inherited by children
-    os.dup2(2, 1)
-    config = json.loads(sys.stdin.readline())
-    sys.stdin.close()
-    token = config["token"]
-    _set_limits(config.get("limits"))
-    state = {"in_play": False, "t_in_play": None}
-    started = time.monotonic()
+class _Channel:
+    """The one way out for the result: a copy of the runner's stdout taken before anything
+    else ran (not inherited by children), each line tagged with the run's token. It also
+    reports the moment the solution comes into play."""
 
-    def emit(payload):
+    def __init__(self, fd, token):
+        self.fd, self.token = fd, token
+        self.started = time.monotonic()
+        self.in_play = False
+
+    def emit(self, payload):
         try:
             text = json.dumps(payload, default=repr)
         except (ValueError, TypeError, RecursionError) as exc:  # never a lost result
             text = json.dumps({"kind": "verifier_failed", "exit_code": 2, "final": True,
                                "error_type": "verifier_error", "score": 0.0, "passed": False,
-                               "in_play": state["in_play"],
+                               "in_play": self.in_play,
                                "details": f"the result cannot be encoded: {exc}"})
-        view = memoryview((token + " " + text + "\n").encode("utf-8", "surrogatepass"))
+        view = memoryview((self.token + " " + text + "\n").encode("utf-8", "surrogatepass"))
         while view:
-            view = view[os.write(real_out, view):]
+            view = view[os.write(self.fd, view):]
 
-    def on_in_play():
-        state["in_play"] = True
-        state["t_in_play"] = time.monotonic() - started
-        emit({"event": "in_play", "t": state["t_in_play"]})
+    def on_in_play(self):
+        self.in_play = True
+        self.emit({"event": "in_play", "t": time.monotonic() - self.started})
 
+
+def _load_judge(config, channel):
+    """Import the judge's modules, set up solution processes and the hooks that date the
+    solution's coming into play; returns (deepgym_spawn, verifier, solution, test cases)."""
     sys.path[:0] = [HERE, os.getcwd()]
     import deepgym_proxy
     import deepgym_spawn
@@ -290,17 +293,13 @@ def main():
     deepgym_spawn.configure(launch=config.get("launch") or {},
                             solution_dir=config.get("solution_dir"),
                             case_timeout=float(config.get("case_timeout", 10)),
-                            on_in_play=on_in_play)
+                            on_in_play=channel.on_in_play)
     verifier_path = os.path.abspath(config.get("verifier", "verifier.py"))
     solution_path = os.path.abspath(config.get("solution", "solution.py"))
     tests_path = config.get("test_cases")
     tests_path = os.path.abspath(tests_path) if tests_path else None
     _install_in_play_hooks(solution_path, deepgym_spawn)
     _install_import_guard(solution_path, deepgym_proxy.load_solution)
-
-    def on_deadline(signum, frame):
-        raise _Deadline()
-
     if config.get("launch") and config.get("prewarm", True):
         try:
             with open(verifier_path, encoding="utf-8", errors="replace") as f:
@@ -311,9 +310,16 @@ def main():
                 deepgym_proxy.prewarm()
         except OSError:
             pass  # reported below when the verifier is read for real
-    timings = {"ready": time.monotonic() - started, "cpu_ready": time.process_time()}
-    real_exit = _trap_os_exit()
-    signal.signal(signal.SIGALRM, on_deadline)
+    return deepgym_spawn, verifier_path, solution_path, tests_path
+
+
+def _on_deadline(signum, frame):
+    raise _Deadline()
+
+
+def _verify(config, verifier_path, solution_path, tests_path, channel):
+    """Run the verifier under the run's deadline, its prints captured; the result dict."""
+    signal.signal(signal.SIGALRM, _on_deadline)
     signal.setitimer(signal.ITIMER_REAL, max(0.05, float(config.get("timeout", 60))))
     capture = Capture()
     sys.stdout = capture
@@ -333,23 +339,37 @@ def main():
                   "score": 0.0, "passed": False, "details": str(exc), **_shape(result)}
     except BaseException as exc:  # noqa: B036 - every failure must become a result
         signal.setitimer(signal.ITIMER_REAL, 0)
-        result = _failure(exc, state["in_play"], result.get("shape"))
+        result = _failure(exc, channel.in_play, result.get("shape"))
     finally:
         sys.stdout = sys.__stdout__
-    timings["verified"] = time.monotonic() - started
+    return result
+
+
+def main():
+    real_out = os.dup(1)  # the only way out for the result; not inherited by children
+    os.dup2(2, 1)
+    config = json.loads(sys.stdin.readline())
+    sys.stdin.close()
+    _set_limits(config.get("limits"))
+    channel = _Channel(real_out, config["token"])
+    spawn, verifier_path, solution_path, tests_path = _load_judge(config, channel)
+    timings = {"ready": time.monotonic() - channel.started, "cpu_ready": time.process_time()}
+    real_exit = _trap_os_exit()
+    result = _verify(config, verifier_path, solution_path, tests_path, channel)
+    timings["verified"] = time.monotonic() - channel.started
     timings["cpu_verified"] = time.process_time()
-    if deepgym_spawn.shutdown_all() and config.get("clean_marker"):
+    if spawn.shutdown_all() and config.get("clean_marker"):
         _mark_clean(config["clean_marker"])
-    timings["shut_down"] = time.monotonic() - started
+    timings["shut_down"] = time.monotonic() - channel.started
     timings["cpu_shut_down"] = time.process_time()  # this process's own CPU seconds so far
     result["timings"] = timings  # where a run's time went, for diagnosis
     if result["kind"] == "verdict" and "exit_code" not in result:
         score = result.get("score")
         valid = isinstance(score, float) and math.isfinite(score) and -1e-6 <= score <= 1 + 1e-6
         result["exit_code"] = (0 if result.get("passed") else 1) if valid else 2
-    result["in_play"] = state["in_play"]
+    result["in_play"] = channel.in_play
     result["final"] = True
-    emit(result)
+    channel.emit(result)
     real_exit(int(result["exit_code"]))
 
 

@@ -1,6 +1,6 @@
 """The warm solution zygote: forks solution processes, each as its run's own uid (stdlib only).
 
-The host (``deepgym_ray/sandboxes/zygote.py``) starts it once per provider, inside the same
+The host (``deepgym_ray/sandboxes/local/zygote.py``) starts it once per provider, inside the same
 bubblewrap confinement as a solution process (base interpreter and stdlib only, no network,
 own PID/IPC/UTS namespaces, empty environment), as root keeping only the capabilities to give
 each child its own network and IPC namespaces (CAP_SYS_ADMIN, CAP_NET_ADMIN for the loopback)

@@ -1,9 +1,9 @@
 """Sandbox providers and :func:`make_provider`, which picks one by mode.
 
 Example:
-    >>> provider = make_provider("local")  # doctest: +SKIP
-    >>> provider.name                      # doctest: +SKIP
-    'local'
+    provider = make_provider("local")
+    provider.name
+    # 'local'
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ import logging
 import os
 from typing import Any
 
+from deepgym_ray.config import MODES
 from deepgym_ray.exceptions import DeepGymError, ProviderUnavailableError
 from deepgym_ray.sandboxes.base import CommandResult, Sandbox, SandboxProvider
 
@@ -29,7 +30,14 @@ __all__ = [
 ]
 
 logger = logging.getLogger(__name__)
-MODES = ("auto", "local", "docker", "daytona")
+
+#: Every provider, by mode: ``"module:Class"``, imported only when used. A new provider is one
+#: file under ``sandboxes/`` and one line here.
+PROVIDERS = {
+    "local": "deepgym_ray.sandboxes.local:LocalProvider",
+    "docker": "deepgym_ray.sandboxes.docker:DockerProvider",
+    "daytona": "deepgym_ray.sandboxes.daytona:DaytonaProvider",
+}
 _warned_missing_sdk = False
 
 
@@ -59,26 +67,14 @@ def _daytona_sdk_installed() -> bool:
         return False
 
 
-def _provider_module(concrete: str) -> Any:
-    module_name = f"deepgym_ray.sandboxes.{concrete}"
-    if importlib.util.find_spec(module_name) is None:
-        raise ProviderUnavailableError(f"the {concrete!r} sandbox provider is not built yet "
-                                       "in this version of deepgym_ray; use mode 'local'")
-    return importlib.import_module(module_name)
-
-
-def provider_class(mode: str) -> Any:
-    """The provider class ``mode`` stands for (its module's ``PROVIDER_CLASS``)."""
+def provider_class(mode: str) -> type[SandboxProvider]:
+    """The provider class ``mode`` stands for (see :data:`PROVIDERS`)."""
     concrete = resolve_mode(mode)
-    if concrete == "local":
-        from deepgym_ray.sandboxes.local import LocalProvider
-
-        return LocalProvider
-    module = _provider_module(concrete)
-    found = getattr(module, "PROVIDER_CLASS", None)
-    if found is None:
-        raise ProviderUnavailableError(f"{module.__name__} defines no PROVIDER_CLASS")
-    return found
+    module_name, _, class_name = PROVIDERS[concrete].partition(":")
+    if importlib.util.find_spec(module_name) is None:
+        raise ProviderUnavailableError(f"the {concrete!r} sandbox provider is not built "
+                                       "in this version of deepgym_ray; use mode 'local'")
+    return getattr(importlib.import_module(module_name), class_name)
 
 
 def is_io_bound(mode: str) -> bool:
@@ -88,7 +84,7 @@ def is_io_bound(mode: str) -> bool:
         cls = provider_class(mode)
     except (DeepGymError, ImportError, ValueError):
         return False
-    return bool(getattr(cls, "io_bound", False))
+    return bool(cls.io_bound)
 
 
 def check_mode(mode: str, **options: Any) -> str:
@@ -116,14 +112,4 @@ def check_mode(mode: str, **options: Any) -> str:
 
 def make_provider(mode: str = "auto", **options: Any) -> SandboxProvider:
     """A new provider for ``mode`` ('local', 'docker', 'daytona' or 'auto') with ``options``."""
-    concrete = resolve_mode(mode)
-    if concrete == "local":
-        from deepgym_ray.sandboxes.local import LocalProvider
-
-        return LocalProvider(**options)
-    module = _provider_module(concrete)
-    factory = getattr(module, "make_provider", None) or getattr(module, "PROVIDER_CLASS", None)
-    if factory is None:
-        raise ProviderUnavailableError(f"{module.__name__} defines no make_provider() or "
-                                       "PROVIDER_CLASS")
-    return factory(**options)
+    return provider_class(mode)(**options)

@@ -5,13 +5,13 @@ reports its own failures as :class:`~deepgym_ray.exceptions.SandboxError` subcla
 HTTP error, a connection error, a dead sandbox) so the judge can tell them from the answer's.
 
 Example:
-    >>> from deepgym_ray.sandboxes import make_provider        # doctest: +SKIP
-    >>> provider = make_provider("local")                       # doctest: +SKIP
-    >>> sandbox = provider.create(env)                          # doctest: +SKIP
-    >>> provider.put_files(sandbox, {"hello.py": b"print(1)"})  # doctest: +SKIP
-    >>> provider.run(sandbox, ["python3", "hello.py"], timeout=5).stdout  # doctest: +SKIP
-    b'1\\n'
-    >>> provider.destroy(sandbox)                               # doctest: +SKIP
+    from deepgym_ray.sandboxes import make_provider
+    provider = make_provider("local")
+    sandbox = provider.create(env)
+    provider.put_files(sandbox, {"hello.py": b"print(1)"})
+    provider.run(sandbox, ["python3", "hello.py"], timeout=5).stdout
+    # b'1\\n'
+    provider.destroy(sandbox)
 """
 
 from __future__ import annotations
@@ -19,9 +19,20 @@ from __future__ import annotations
 import abc
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import PurePosixPath
 from typing import Any
 
+from deepgym_ray.exceptions import SandboxError
 from deepgym_ray.models import Environment
+
+
+def sandbox_path(name: str) -> PurePosixPath:
+    """``name`` as a path relative to a sandbox's work directory; SandboxError for a path that
+    would leave it (absolute, ``..``, empty). Every provider's ``put_files`` checks with it."""
+    rel = PurePosixPath(name)
+    if rel.is_absolute() or ".." in rel.parts or not rel.parts:
+        raise SandboxError(f"cannot put {name!r}: not a relative path inside the sandbox")
+    return rel
 
 
 @dataclass
@@ -47,17 +58,23 @@ class CommandResult:
 class SandboxProvider(abc.ABC):
     """A place to run untrusted code. Implementations must be safe to call from many threads.
 
-    Two optional hooks let the judge do more with a provider, found by ``getattr``:
-
-    - ``python``: the interpreter command the runner is started with (default ``python3``);
-    - ``solution_launch(sandbox) -> dict``: how the runner should start solution processes in
-      that sandbox (confinement prefix, uid, resource limits; see ``LocalProvider``). Without
-      it the runner starts them as plain child processes, and the sandbox itself is the
-      isolation (a container or a remote machine).
+    Four methods make a provider; the attributes and hooks below have defaults that suit a
+    sandbox that is itself the isolation (a container, a remote machine).
     """
 
     #: Short name used in logs and configuration (``local``, ``docker``, ``daytona``, ...).
     name: str = "provider"
+    #: The interpreter command the judge's runner is started with, inside the sandbox.
+    python: str = "python3"
+    #: True when runs mostly wait on the network (a remote provider): the pool then gives the
+    #: provider many light actors, each with many runs in flight.
+    io_bound: bool = False
+
+    def solution_launch(self, sandbox: Sandbox) -> dict[str, Any]:
+        """How the runner starts solution processes in ``sandbox``: settings merged into the
+        runner's config (a confinement prefix, a uid, resource limits; see ``LocalProvider``).
+        The default, ``{}``, starts them as plain child processes of the runner."""
+        return {}
 
     @abc.abstractmethod
     def create(self, env: Environment) -> Sandbox:
@@ -94,3 +111,49 @@ class SandboxProvider(abc.ABC):
 
     def close(self) -> None:  # noqa: B027 - optional hook, most providers hold nothing
         """Release clients and warm sandboxes. The provider is not used afterwards."""
+
+
+class ForwardingProvider(SandboxProvider):
+    """A provider around another one (``inner``), to record or to inject faults: every method
+    and hook goes to ``inner`` unless a subclass overrides it.
+
+    The hooks are forwarded explicitly, never left to the defaults above: a wrapped local
+    provider whose ``solution_launch`` fell back to ``{}`` would run solutions unconfined.
+
+    Example:
+        class Counting(ForwardingProvider):
+            def create(self, env):
+                self.made += 1
+                return self.inner.create(env)
+    """
+
+    def __init__(self, inner: SandboxProvider) -> None:
+        self.inner = inner
+        self.name = inner.name
+
+    @property
+    def python(self) -> str:  # type: ignore[override]
+        return self.inner.python
+
+    @property
+    def io_bound(self) -> bool:  # type: ignore[override]
+        return self.inner.io_bound
+
+    def solution_launch(self, sandbox: Sandbox) -> dict[str, Any]:
+        return self.inner.solution_launch(sandbox)
+
+    def create(self, env: Environment) -> Sandbox:
+        return self.inner.create(env)
+
+    def put_files(self, sandbox: Sandbox, files: Mapping[str, bytes]) -> None:
+        self.inner.put_files(sandbox, files)
+
+    def run(self, sandbox: Sandbox, command: Sequence[str], *, timeout: float,
+            stdin: bytes | None = None, env: Mapping[str, str] | None = None) -> CommandResult:
+        return self.inner.run(sandbox, command, timeout=timeout, stdin=stdin, env=env)
+
+    def destroy(self, sandbox: Sandbox) -> None:
+        self.inner.destroy(sandbox)
+
+    def close(self) -> None:
+        self.inner.close()

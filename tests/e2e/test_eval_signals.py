@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from deepgym_ray.reaper import TAG_VARIABLE, tagged_processes
+from deepgym_ray.pool.reaper import TAG_VARIABLE, tagged_processes
 
 pytestmark = pytest.mark.e2e
 

@@ -11,13 +11,12 @@ from __future__ import annotations
 import hashlib
 import sys
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 
 import pytest
 
 from deepgym_ray.exceptions import ProviderHTTPError
-from deepgym_ray.models import Environment
-from deepgym_ray.sandboxes.base import CommandResult, Sandbox, SandboxProvider
+from deepgym_ray.sandboxes.base import ForwardingProvider, Sandbox
 
 pytestmark = pytest.mark.e2e
 
@@ -39,38 +38,19 @@ def provider_fails(code: bytes) -> bool:
     return hashlib.sha256(code).digest()[0] % 2 == 1
 
 
-class FlakyProvider(SandboxProvider):
+class FlakyProvider(ForwardingProvider):
     """The real local provider, except that it answers HTTP 503 for the answers above."""
-
-    name = "flaky-local"
 
     def __init__(self) -> None:
         from deepgym_ray.sandboxes import make_provider
 
-        self._inner = make_provider("local")
-
-    def __getattr__(self, attr):  # solution_launch, python...: whatever the judge asks the inner
-        if attr == "_inner":
-            raise AttributeError(attr)
-        return getattr(self._inner, attr)
-
-    def create(self, env: Environment) -> Sandbox:
-        return self._inner.create(env)
+        super().__init__(make_provider("local"))
+        self.name = "flaky-local"
 
     def put_files(self, sandbox: Sandbox, files: Mapping[str, bytes]) -> None:
         if provider_fails(files["solution.py"]):
             raise ProviderHTTPError(503, "service unavailable (test provider)")
-        self._inner.put_files(sandbox, files)
-
-    def run(self, sandbox: Sandbox, command: Sequence[str], *, timeout: float, stdin=None,
-            env=None) -> CommandResult:
-        return self._inner.run(sandbox, command, timeout=timeout, stdin=stdin, env=env)
-
-    def destroy(self, sandbox: Sandbox) -> None:
-        self._inner.destroy(sandbox)
-
-    def close(self) -> None:
-        self._inner.close()
+        self.inner.put_files(sandbox, files)
 
 
 def test_grpo_trainer_with_mixed_rewards_on_the_pool(ray_local, tmp_path):
@@ -82,8 +62,8 @@ def test_grpo_trainer_with_mixed_rewards_on_the_pool(ray_local, tmp_path):
     from deepgym_ray.envs import load_environment
     from deepgym_ray.integrations.tiny import build_tiny_model
     from deepgym_ray.integrations.trl import make_trl_async_reward_fn, make_trl_reward_fn
-    from deepgym_ray.mixed import MixedEnvironment
     from deepgym_ray.pool import get_pool
+    from deepgym_ray.reward.mixed import MixedEnvironment
 
     mixed = MixedEnvironment(environments=[(load_environment(n), 0.5) for n in ENVS])
     rows = mixed.sample_batch(16, seed=3)

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import pytest
 
-from deepgym_ray.importers import load_suite
-from deepgym_ray.importers.humaneval import problems
+from deepgym_ray.suites import load_suite
+from deepgym_ray.suites.humaneval import problems
 
 pytestmark = pytest.mark.e2e
 

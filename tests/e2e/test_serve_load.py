@@ -36,8 +36,8 @@ def service(ray_local, tmp_path):
 
     from deepgym_ray.client import DeepGym
     from deepgym_ray.config import DeepGymConfig
+    from deepgym_ray.integrations.serve import ServeSettings, start_service
     from deepgym_ray.pool import get_pool
-    from deepgym_ray.serve import ServeSettings, start_service
 
     (tmp_path / "client.yaml").write_text(f"mode: local\npool:\n  name: {POOL}\n  actors: 2\n")
     mixture = tmp_path / "mixed.yaml"

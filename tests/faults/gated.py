@@ -23,8 +23,7 @@ from typing import Any
 
 import ray
 
-from deepgym_ray.models import Environment
-from deepgym_ray.sandboxes.base import CommandResult, Sandbox, SandboxProvider
+from deepgym_ray.sandboxes.base import CommandResult, ForwardingProvider, Sandbox
 
 ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])
 
@@ -73,7 +72,7 @@ def make_gate(name: str) -> Any:
                         scheduling_strategy=here).remote()
 
 
-class GatedProvider(SandboxProvider):
+class GatedProvider(ForwardingProvider):
     """The real local provider, each run held at ``gate`` first; ``fault`` is None, 'zygote'
     or 'fork_server' (killed once the run's solution is up, for one run of the batch)."""
 
@@ -84,19 +83,9 @@ class GatedProvider(SandboxProvider):
 
         if tempdir is not None:  # this actor's process works there (the test's small disk)
             tempfile.tempdir = tempdir
-        self.inner = make_provider("local")
-        self.name = self.inner.name
+        super().__init__(make_provider("local"))
         self.gate = ray.get_actor(gate, namespace=NAMESPACE)
         self.fault = fault
-
-    def __getattr__(self, name: str) -> Any:  # python, solution_launch, ...
-        return getattr(self.inner, name)
-
-    def create(self, env: Environment) -> Sandbox:
-        return self.inner.create(env)
-
-    def put_files(self, sandbox: Sandbox, files: Mapping[str, bytes]) -> None:
-        self.inner.put_files(sandbox, files)
 
     def run(self, sandbox: Sandbox, command: Sequence[str], *, timeout: float,
             stdin: bytes | None = None, env: Mapping[str, str] | None = None) -> CommandResult:
@@ -116,12 +105,6 @@ class GatedProvider(SandboxProvider):
         pid = target.pid if target is not None else None
         if pid is not None:
             os.kill(pid, signal.SIGKILL)
-
-    def destroy(self, sandbox: Sandbox) -> None:
-        self.inner.destroy(sandbox)
-
-    def close(self) -> None:
-        self.inner.close()
 
 
 def _has_process_of(uid: int) -> bool:

@@ -17,13 +17,12 @@ import json
 import os
 import subprocess
 import sys
-from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from deepgym_ray.models import Environment
-from deepgym_ray.sandboxes.base import CommandResult, Sandbox, SandboxProvider
+from deepgym_ray.sandboxes.base import ForwardingProvider, Sandbox, SandboxProvider
 
 try:  # Ray actors unpickle these classes by value: no import path needed on their side
     import ray.cloudpickle
@@ -45,15 +44,12 @@ def describe_remote(sandbox: Sandbox) -> dict[str, Any]:
     return {"uid": None, "dirs": []}
 
 
-class Recorded(SandboxProvider):
+class Recorded(ForwardingProvider):
     """A provider that records every sandbox it makes in a ledger, and otherwise is ``inner``."""
 
     def __init__(self, inner: SandboxProvider, ledger: str, local: bool) -> None:
-        self.inner, self.ledger, self.local = inner, ledger, local
-        self.name = inner.name
-
-    def __getattr__(self, name: str) -> Any:  # the optional hooks: python, solution_launch, ...
-        return getattr(self.inner, name)
+        super().__init__(inner)
+        self.ledger, self.local = ledger, local
 
     def create(self, env: Environment) -> Sandbox:
         sandbox = self.inner.create(env)
@@ -66,19 +62,6 @@ class Recorded(SandboxProvider):
         finally:
             os.close(fd)
         return sandbox
-
-    def put_files(self, sandbox: Sandbox, files: Mapping[str, bytes]) -> None:
-        self.inner.put_files(sandbox, files)
-
-    def run(self, sandbox: Sandbox, command: Sequence[str], *, timeout: float,
-            stdin: bytes | None = None, env: Mapping[str, str] | None = None) -> CommandResult:
-        return self.inner.run(sandbox, command, timeout=timeout, stdin=stdin, env=env)
-
-    def destroy(self, sandbox: Sandbox) -> None:
-        self.inner.destroy(sandbox)
-
-    def close(self) -> None:
-        self.inner.close()
 
 
 @dataclass
@@ -183,7 +166,7 @@ class ProviderCase:
 
     def clean_up(self, entries: list[dict[str, Any]]) -> None:
         """Remove whatever the recorded runs left (after the check has recorded it)."""
-        from deepgym_ray.sandboxes.isolation import kill_uid
+        from deepgym_ray.judge.deepgym_proc import kill_uid
 
         for entry in entries:
             uid = entry.get("uid")

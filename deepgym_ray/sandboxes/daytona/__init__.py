@@ -16,9 +16,9 @@ Every call is bounded by our own deadline (see ``calls``), and every failure is 
 :class:`~deepgym_ray.exceptions.SandboxError`: no verdict, retried elsewhere by the pool.
 
 Example:
-    >>> provider = DaytonaProvider(api_url="http://127.0.0.1:3000/api")  # doctest: +SKIP
-    >>> DeepGym(provider=provider).run(env, answer).score                 # doctest: +SKIP
-    1.0
+    provider = DaytonaProvider(api_url="http://127.0.0.1:3000/api")
+    DeepGym(provider=provider).run(env, answer).score
+    # 1.0
 """
 
 from __future__ import annotations
@@ -31,7 +31,6 @@ import threading
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from pathlib import PurePosixPath
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -39,11 +38,11 @@ from pydantic import BaseModel, ConfigDict, Field
 from deepgym_ray.exceptions import ProviderHTTPError, SandboxError
 from deepgym_ray.judge import JUDGE_FILES, RUNNER
 from deepgym_ray.models import Environment
-from deepgym_ray.sandboxes.base import CommandResult, Sandbox, SandboxProvider
+from deepgym_ray.sandboxes.base import CommandResult, Sandbox, SandboxProvider, sandbox_path
 from deepgym_ray.sandboxes.daytona import command as cmd
 from deepgym_ray.sandboxes.daytona.calls import bounded
 
-__all__ = ["PROVIDER_CLASS", "DaytonaOptions", "DaytonaProvider", "make_provider"]
+__all__ = ["DaytonaOptions", "DaytonaProvider"]
 
 logger = logging.getLogger(__name__)
 SESSION = "deepgym"
@@ -263,9 +262,7 @@ class DaytonaProvider(SandboxProvider):
     def put_files(self, sandbox: Sandbox, files: Mapping[str, bytes]) -> None:
         run: _Run = sandbox.handle
         for name, content in files.items():
-            rel = PurePosixPath(name)
-            if rel.is_absolute() or ".." in rel.parts or not rel.parts:
-                raise SandboxError(f"cannot put {name!r}: not a relative path inside the sandbox")
+            rel = sandbox_path(name)
             run.files[str(rel)] = bytes(content)  # sent with the run: one upload per run
 
     def solution_launch(self, sandbox: Sandbox) -> dict:
@@ -373,11 +370,3 @@ def _new_client(sdk: Any, options: DaytonaOptions) -> Any:
     config = sdk.DaytonaConfig(api_key=options.api_key, api_url=options.api_url,
                                target=options.target)
     return sdk.Daytona(config)
-
-
-def make_provider(**options: Any) -> DaytonaProvider:
-    """A DaytonaProvider with ``options`` (see DaytonaOptions)."""
-    return DaytonaProvider(**options)
-
-
-PROVIDER_CLASS = DaytonaProvider

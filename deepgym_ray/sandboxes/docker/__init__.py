@@ -20,9 +20,9 @@ solution was in play: the runner's in-play report is kept, so the judge records
 ``scripts/build_docker_image.sh``.
 
 Example:
-    >>> dg = DeepGym(mode="docker", image="deepgym/python:3-bookworm")  # doctest: +SKIP
-    >>> dg.run(load_environment("coin_change"), answer).score            # doctest: +SKIP
-    1.0
+    dg = DeepGym(mode="docker", image="deepgym/python:3-bookworm")
+    dg.run(load_environment("coin_change"), answer).score
+    # 1.0
 """
 
 from __future__ import annotations
@@ -34,7 +34,6 @@ import threading
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from pathlib import PurePosixPath
 from typing import Any
 
 from deepgym_ray.exceptions import (
@@ -47,7 +46,7 @@ from deepgym_ray.exceptions import (
 )
 from deepgym_ray.judge import RUNNER, sandbox_judge_files
 from deepgym_ray.models import Environment
-from deepgym_ray.sandboxes.base import CommandResult, Sandbox, SandboxProvider
+from deepgym_ray.sandboxes.base import CommandResult, Sandbox, SandboxProvider, sandbox_path
 from deepgym_ray.sandboxes.docker import agent
 from deepgym_ray.sandboxes.docker.container import (
     LABEL,
@@ -59,7 +58,7 @@ from deepgym_ray.sandboxes.docker.container import (
     remove_quietly,
 )
 
-__all__ = ["DEFAULT_IMAGE", "DockerProvider", "make_provider"]
+__all__ = ["DEFAULT_IMAGE", "DockerProvider"]
 
 logger = logging.getLogger(__name__)
 
@@ -267,9 +266,7 @@ class DockerProvider(SandboxProvider):
     def put_files(self, sandbox: Sandbox, files: Mapping[str, bytes]) -> None:
         run: _Run = sandbox.handle
         for name, content in files.items():
-            rel = PurePosixPath(name)
-            if rel.is_absolute() or ".." in rel.parts or not rel.parts:
-                raise SandboxError(f"cannot put {name!r}: not a relative path inside the sandbox")
+            rel = sandbox_path(name)
             if self._files.get(name) == content:
                 continue  # the judge's own files are in the container already
             run.files[str(rel)] = bytes(content)
@@ -356,11 +353,3 @@ class DockerProvider(SandboxProvider):
         """Names of this provider's live containers (for tests and diagnosis)."""
         with self._lock:
             return sorted(box.name for box in self._live)
-
-
-PROVIDER_CLASS = DockerProvider
-
-
-def make_provider(**options: Any) -> DockerProvider:
-    """A DockerProvider with ``options`` (what ``make_provider('docker', ...)`` calls)."""
-    return DockerProvider(**options)

@@ -12,8 +12,8 @@ The attach stream multiplexes the container's stdout and stderr in 8-byte-headed
 TTY); the agent's own frames (``agent.pack``) travel inside its stdout.
 
 Example:
-    >>> box = WarmContainer.start(api, image, settings, files)  # doctest: +SKIP
-    >>> box.run({"op": "run", ...}, [stdin], timeout=10)  # doctest: +SKIP
+    box = WarmContainer.start(api, image, settings, files)
+    box.run({"op": "run", ...}, [stdin], timeout=10)
 """
 
 from __future__ import annotations

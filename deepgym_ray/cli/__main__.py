@@ -1,0 +1,5 @@
+"""``python -m deepgym_ray.cli``: the same as ``deepgym-ray``."""
+
+from deepgym_ray.cli.main import main
+
+raise SystemExit(main())

@@ -1,0 +1,70 @@
+"""The ``serve`` command: check its settings, then start the reward service
+(:mod:`deepgym_ray.integrations.serve`) and serve until interrupted.
+
+Example:
+    $ deepgym-ray serve --env coin_change --port 8000
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from deepgym_ray.cli.errors import BadInput
+from deepgym_ray.integrations.serve import ServeSettings, start_service
+
+__all__ = ["add_parser", "run"]
+
+
+def add_parser(subparsers: Any) -> argparse.ArgumentParser:
+    """Add ``serve`` to the ``deepgym-ray`` command's subparsers."""
+    parser = subparsers.add_parser("serve", help="serve rewards over HTTP (Ray Serve)")
+    source = parser.add_mutually_exclusive_group(required=True)
+    source.add_argument("--env", metavar="NAME", help="one environment (or suite) for all")
+    source.add_argument("--mixed", metavar="FILE.yaml", help="a mixture file; rows are routed")
+    parser.add_argument("--config", metavar="FILE.yaml", help="a DeepGymConfig YAML file")
+    parser.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
+    parser.add_argument("--port", type=int, default=8000, help="port (default 8000)")
+    parser.add_argument("--no-verdict-score", type=float, default=0.0, metavar="X",
+                        help="OpenRLHF reward for a sample without a verdict (default 0.0)")
+    parser.add_argument("--max-batch-size", type=int, default=64, metavar="N",
+                        help="samples per pool map at most (default 64)")
+    parser.add_argument("--max-parallel", type=int, default=64, metavar="N",
+                        help="runs in flight per pool map (default 64)")
+    parser.add_argument("-v", "--verbose", action="count", default=0, help="log more")
+    return parser
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run the ``serve`` command: check the input, deploy, serve until interrupted."""
+    from pydantic import ValidationError
+
+
+    try:
+        settings = ServeSettings(env=args.env, mixed=args.mixed, config=args.config,
+                                 host=args.host, port=args.port,
+                                 no_verdict_score=args.no_verdict_score,
+                                 max_batch_size=args.max_batch_size,
+                                 max_parallel=args.max_parallel)
+        _check_sources(settings)
+    except (ValidationError, ValueError, LookupError, OSError) as exc:
+        raise BadInput(f"invalid serve settings: {exc}") from None
+    what = f"env {args.env}" if args.env else f"mixture {args.mixed}"
+    print(f"deepgym-ray serve: {what} on http://{settings.host}:{settings.port} "
+          "(POST /get_reward, POST /score, GET /stats)", flush=True)
+    start_service(settings, blocking=True)
+    return 0
+
+
+def _check_sources(settings: ServeSettings) -> None:
+    """Load what the service will load, here, so a typo fails before anything is deployed."""
+    from deepgym_ray.config import DeepGymConfig
+    from deepgym_ray.envs import resolve_environments
+    from deepgym_ray.reward.mixed_config import load_mixed_config
+
+    if settings.mixed is not None:
+        load_mixed_config(settings.mixed).build()
+    else:
+        resolve_environments(settings.env)
+    if settings.config is not None:
+        DeepGymConfig.from_yaml(settings.config)

@@ -1,0 +1,181 @@
+"""The summary ``deepgym-ray eval`` prints at the end.
+
+The headline numbers are the conservative ones (a run without a verdict counts as a failed 0);
+the judged-only numbers and the no-verdict rate sit beside them, and each run without a verdict
+is listed as ``ERROR (<error_type>)`` with its cause.
+
+Example:
+    >>> from deepgym_ray.models import EvalResult, RunResult
+    >>> result = EvalResult(
+    ...     results=[RunResult(score=1.0, passed=True), RunResult(error_type="sandbox_error",
+    ...              details="provider unreachable")],
+    ...     env_names=["a", "a"])
+    >>> print(format_summary(result, ["a", "b"]))  # doctest: +NORMALIZE_WHITESPACE
+    Runs: 2 (judged 1, no verdict 1)
+    Pass Rate: 50.00% (judged 100.00%, 50.00% no verdict)
+    Average Score: 0.5000 (judged 1.0000, 50.00% no verdict)
+    pass@k (1 task, 2+ samples each; no verdict counts as failed): pass@1 50.00%, pass@2 100.00%
+    No verdict:
+      b: ERROR (sandbox_error) provider unreachable
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from deepgym_ray.cli.eval_metrics import breakdown, group_of, pass_at_k, samples_by_task
+from deepgym_ray.models import BatchResult, EvalResult, RunResult
+
+__all__ = ["failure_reasons", "format_summary", "pass_rate_line", "run_line", "summary_dict"]
+
+# A cause is cut to this many characters so one bad run cannot flood the summary.
+MAX_CAUSE = 300
+# ``run`` explains a failure with this many distinct errors, each cut to a few lines.
+MAX_REASONS, MAX_REASON_LINES = 3, 4
+
+
+def percent(value: float) -> str:
+    return f"{100.0 * value:.2f}%"
+
+
+def pass_rate_line(result: BatchResult) -> str:
+    """``Pass Rate: 63.00% (judged 70.00%, 10.00% no verdict)``."""
+    return (f"Pass Rate: {percent(result.pass_rate)} (judged {percent(result.judged_pass_rate)}"
+            f", {percent(result.no_verdict_rate)} no verdict)")
+
+
+def _average_line(result: BatchResult) -> str:
+    return (f"Average Score: {result.avg_score:.4f} (judged {result.judged_avg_score:.4f}, "
+            f"{percent(result.no_verdict_rate)} no verdict)")
+
+
+def _cause(result: RunResult) -> str:
+    text = " ".join((result.details or "no details").split())
+    return text if len(text) <= MAX_CAUSE else text[: MAX_CAUSE - 3] + "..."
+
+
+def run_line(result: RunResult) -> str:
+    """One run, as the console shows it: a score and PASS/FAIL, or ``ERROR (type)`` and cause."""
+    if not result.has_verdict:
+        return f"ERROR ({result.error_type or 'verifier_error'}) {_cause(result)}"
+    status = "PASS" if result.passed else "FAIL"
+    note = f" [{result.error_type}]" if result.error_type else ""
+    details = f" {_cause(result)}" if result.details else ""
+    return f"{status} score={result.score:.4f}{note}{details}"
+
+
+def _first_lines(text: str) -> list[str]:
+    lines = [line.rstrip()[:MAX_CAUSE] for line in text.strip().splitlines() if line.strip()]
+    return lines[:MAX_REASON_LINES] + (["..."] if len(lines) > MAX_REASON_LINES else [])
+
+
+def failure_reasons(result: RunResult) -> list[str]:
+    """Why a run did not pass, for a person: its error type, then the first lines of each
+    distinct error its failing cases report (a syntax error, a timeout, a wrong value...)."""
+    if result.passed and result.has_verdict:
+        return []
+    reasons = [f"error type: {result.error_type}"] if result.error_type else []
+    failing = [case for case in result.cases or () if not case.passed]
+    seen: dict[str, list[str]] = {}
+    for case in failing:
+        error = (case.model_extra or {}).get("error")
+        if isinstance(error, str) and error.strip():
+            seen.setdefault(error.strip(), []).append(case.id)
+    for error, ids in list(seen.items())[:MAX_REASONS]:
+        first, *rest = _first_lines(error)
+        more = f" (and {len(ids) - 1} more case{'s' if len(ids) > 2 else ''})" if len(ids) > 1 \
+            else ""
+        reasons.append(f"{ids[0]}{more}: {first}")
+        reasons.extend(f"    {line}" for line in rest)
+    if not seen and result.details and result.has_verdict:
+        reasons.extend(_first_lines(result.details))
+    return reasons
+
+
+def _pass_at_k_shown(values: dict[str, float]) -> dict[str, float]:
+    """Every k up to 10, then 20, 50, 100, 200, ... and the largest: a line people can read."""
+    ks = [int(key[5:]) for key in values]
+    if not ks:
+        return {}
+    keep, step = set(range(1, 11)) | {max(ks)}, 10
+    while step < max(ks):
+        keep |= {2 * step, 5 * step, 10 * step}
+        step *= 10
+    return {f"pass@{k}": values[f"pass@{k}"] for k in ks if k in keep}
+
+
+def _task_names(result: BatchResult) -> list[str]:
+    names = getattr(result, "env_names", None)
+    return list(names) if names else ["task"] * result.total
+
+
+def _pass_at_k_lines(result: BatchResult) -> list[str]:
+    samples = samples_by_task(_task_names(result), result.results)
+    if not samples or max(len(s) for s in samples.values()) < 2:
+        return []
+    values = _pass_at_k_shown(pass_at_k(samples))
+    fewest = min(len(s) for s in samples.values())
+    shown = ", ".join(f"{key} {percent(value)}" for key, value in values.items())
+    tasks = f"{len(samples)} task{'s' if len(samples) != 1 else ''}"
+    return [f"pass@k ({tasks}, {fewest}+ samples each; no verdict counts as "
+            f"failed): {shown}"]
+
+
+def _breakdown_lines(result: BatchResult) -> list[str]:
+    names = _task_names(result)
+    groups = [group_of(name) for name in names]
+    by_group = breakdown(groups, result.results)
+    # One row per run says nothing the lists below do not: show it when rows add runs up.
+    if len(by_group) < 2 or all(row["runs"] == 1 for row in by_group.values()):
+        return []
+    title = "By suite:" if len(set(names)) > len(by_group) else "By environment:"
+    width = max(len(name) for name in by_group)
+    return [title] + [
+        f"  {name:<{width}}  {row['passed']}/{row['runs']} passed ({percent(row['pass_rate'])}"
+        f"; judged {percent(row['judged_pass_rate'])}, {row['no_verdict']} no verdict)"
+        for name, row in by_group.items()
+    ]
+
+
+def summary_dict(result: EvalResult, labels: Sequence[str], **extra: Any) -> dict[str, Any]:
+    """The summary as plain data (``eval --json``): totals, pass@k, per environment and suite,
+    and each run without a verdict."""
+    names = _task_names(result)
+    data: dict[str, Any] = dict(extra)
+    data.update({key: getattr(result, key) for key in (
+        "total", "judged", "no_verdict", "passed", "failed", "pass_rate", "judged_pass_rate",
+        "no_verdict_rate", "avg_score", "judged_avg_score")})
+    data["duration"] = result.duration
+    data["pass_at_k"] = pass_at_k(samples_by_task(names, result.results))
+    data["by_environment"] = breakdown(names, result.results)
+    data["by_suite"] = breakdown([group_of(n) for n in names], result.results)
+    data["no_verdict_runs"] = [
+        {"task": label, "error_type": run.error_type, "details": _cause(run)}
+        for label, run in zip(labels, result.results, strict=True) if not run.has_verdict]
+    return data
+
+
+def format_summary(
+    result: BatchResult, labels: Sequence[str], *, show_failures: bool = False
+) -> str:
+    """The end-of-eval summary. ``labels[i]`` names ``result.results[i]`` (its task id);
+    pass@k shows when a task has several samples, the breakdown when there are several
+    environments or suites (an EvalResult's ``env_names``) and one of them has several runs."""
+    lines = [
+        f"Runs: {result.total} (judged {result.judged}, no verdict {result.no_verdict})",
+        pass_rate_line(result),
+        _average_line(result),
+        *_pass_at_k_lines(result),
+        *_breakdown_lines(result),
+    ]
+    pairs = list(zip(labels, result.results, strict=True))
+    failed = [(label, run) for label, run in pairs if run.has_verdict and not run.passed]
+    if show_failures and failed:
+        lines.append("Failed:")
+        lines.extend(f"  {label}: {run_line(run)}" for label, run in failed)
+    missing = [(label, run) for label, run in pairs if not run.has_verdict]
+    if missing:
+        lines.append("No verdict:")
+        lines.extend(f"  {label}: {run_line(run)}" for label, run in missing)
+    return "\n".join(lines)

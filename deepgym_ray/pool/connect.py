@@ -1,0 +1,189 @@
+"""Joining a running Ray cluster, or starting the embedded local one, on first use.
+
+The pool calls :func:`ensure_ray` before it touches Ray, so nothing starts at import time.
+With ``RAY_ADDRESS`` set (as ``ray job submit`` does) or a cluster started by ``ray start`` on
+this machine, it joins that cluster; otherwise it starts a local instance bound to 127.0.0.1
+with no dashboard.
+
+Joining fails fast and says why: an address where nothing answers within
+``DEEPGYM_RAY_CONNECT_TIMEOUT`` seconds (default 30) raises :class:`ClusterConnectionError`
+naming the address, instead of waiting in ``ray.init`` for many minutes; a cluster that wants
+Ray's token authentication raises one naming ``RAY_AUTH_MODE`` and the token file.
+
+Example:
+    from deepgym_ray.pool.connect import ensure_ray
+    ensure_ray().is_initialized()
+    # True
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from typing import Any
+
+from deepgym_ray.exceptions import DeepGymError
+
+__all__ = ["ClusterConnectionError", "cluster_address", "ensure_ray", "running_cluster"]
+
+logger = logging.getLogger(__name__)
+
+_init_lock = threading.Lock()
+CONNECT_TIMEOUT = 30.0  # seconds an address may stay silent before we give up on it
+_AUTH_WORDS = ("authenticat", "auth token", "auth_token", "unauthenticated", "invalidauthtoken")
+
+
+class ClusterConnectionError(DeepGymError):
+    """No Ray cluster could be joined at the address given (or recorded by ``ray start``)."""
+
+
+def cluster_address(address: str | None = None) -> str | None:
+    """The address of the running cluster to join, or None when there is none.
+
+    Looks at ``address``, then ``RAY_ADDRESS``, then the cluster a ``ray start`` on this
+    machine recorded. Starts nothing and connects to nothing.
+    """
+    address = address or os.environ.get("RAY_ADDRESS") or None
+    if address and address.startswith("ray://"):
+        return address  # Ray Client: ray.init handles it, nothing to look up
+    try:
+        from ray._private.services import canonicalize_bootstrap_address
+    except ImportError:  # pragma: no cover - a Ray without the helper: let ray.init decide
+        return address
+    return canonicalize_bootstrap_address(address)
+
+
+def running_cluster() -> str | None:
+    """The address of a cluster to join: ``RAY_ADDRESS`` as given (joining checks it), or
+    the one a ``ray start`` on this machine recorded if it answers now; None otherwise."""
+    explicit = os.environ.get("RAY_ADDRESS") or None
+    target = cluster_address()
+    if target is None or explicit is not None:
+        return target
+    try:
+        _check_reachable(target, 1.0)
+    except ClusterConnectionError:
+        return None
+    return target
+
+
+# What ray.init says on every start, by the logger that says it. Useful once to someone reading
+# logs, noise on a console (where it lands inside the progress bar): passed on to our own logger
+# at INFO (-v shows it), not printed by Ray's handler.
+_RAY_START_CHATTER = {
+    "ray._private.authentication.authentication_token_setup": "Token authentication is",
+    "ray._private.worker": ("Started a local Ray instance", "Connected to Ray cluster"),
+}
+
+
+class _ToOurLog(logging.Filter):
+    def __init__(self, prefixes: str | tuple[str, ...]) -> None:
+        super().__init__()
+        self.prefixes = prefixes
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        message = record.getMessage()
+        if not message.startswith(self.prefixes):
+            return True
+        logger.info("ray: %s", message)
+        return False
+
+
+@contextlib.contextmanager
+def _ray_start_chatter_to_our_log() -> Iterator[None]:
+    filters = [(logging.getLogger(name), _ToOurLog(prefixes))
+               for name, prefixes in _RAY_START_CHATTER.items()]
+    for ray_logger, chatter in filters:
+        ray_logger.addFilter(chatter)
+    try:
+        yield
+    finally:
+        for ray_logger, chatter in filters:
+            ray_logger.removeFilter(chatter)
+
+
+def _check_reachable(address: str, timeout: float) -> None:
+    """Raise ClusterConnectionError unless something accepts connections at ``address``."""
+    host, _, port = address.rpartition(":")
+    if not host or not port.isdigit():
+        return  # not host:port (e.g. a Ray Client URL): ray.init reports it
+    deadline = time.monotonic() + timeout
+    last: OSError | None = None
+    while True:
+        try:
+            with socket.create_connection((host, int(port)), timeout=min(5.0, timeout)):
+                return
+        except OSError as exc:
+            last = exc
+        if time.monotonic() >= deadline:
+            break
+        time.sleep(0.5)
+    source = "RAY_ADDRESS" if os.environ.get("RAY_ADDRESS") else "the cluster `ray start` recorded"
+    raise ClusterConnectionError(
+        f"no Ray cluster answers at {address} ({source}) after {timeout:.0f}s: {last}. "
+        "Check that the head node is up (`ray status`), or unset RAY_ADDRESS to run on an "
+        "embedded local instance.")
+
+
+def _auth_hint(exc: BaseException) -> ClusterConnectionError | None:
+    text = f"{type(exc).__name__}: {exc}".lower()
+    if not any(word in text for word in _AUTH_WORDS):
+        return None
+    return ClusterConnectionError(
+        "the Ray cluster refused this process's authentication: it runs with token "
+        "authentication. Set RAY_AUTH_MODE=token and give the cluster's token (the file "
+        "~/.ray/auth_token, or RAY_AUTH_TOKEN / RAY_AUTH_TOKEN_PATH).")
+
+
+def ensure_ray(address: str | None = None, **init_kwargs: Any):
+    """Connect this process to Ray once and return the ``ray`` module.
+
+    ``address`` overrides ``RAY_ADDRESS``. ``init_kwargs`` go to ``ray.init`` when this call
+    starts a local instance (for example ``num_cpus``). Safe to call from many threads.
+    Raises :class:`ClusterConnectionError` when a cluster to join does not answer.
+    """
+    import ray
+
+    if ray.is_initialized():
+        return ray
+    with _init_lock:
+        if ray.is_initialized():
+            return ray
+        explicit = address or os.environ.get("RAY_ADDRESS") or None
+        target = cluster_address(address)
+        if target is not None and explicit is None:
+            try:  # recorded by a `ray start` that may have died since: look, do not wait
+                _check_reachable(target, 1.0)
+            except ClusterConnectionError:
+                logger.warning("the Ray cluster `ray start` recorded at %s does not answer; "
+                               "starting a local one instead", target)
+                target = None
+        if target is not None:
+            if explicit is not None:
+                timeout = float(os.environ.get("DEEPGYM_RAY_CONNECT_TIMEOUT", CONNECT_TIMEOUT))
+                _check_reachable(target, timeout)
+            logger.info("joining the Ray cluster at %s", target)
+            try:
+                with _ray_start_chatter_to_our_log():
+                    ray.init(address=target, ignore_reinit_error=True)
+            except Exception as exc:
+                hint = _auth_hint(exc)
+                if hint is None:
+                    raise
+                raise hint from exc
+        else:
+            logger.info("no Ray cluster found: starting a local one on 127.0.0.1")
+            options: dict[str, Any] = {
+                "include_dashboard": False,
+                "_node_ip_address": "127.0.0.1",
+                "ignore_reinit_error": True,
+            }
+            options.update(init_kwargs)
+            with _ray_start_chatter_to_our_log():
+                ray.init(**options)
+    return ray

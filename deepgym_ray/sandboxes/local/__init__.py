@@ -1,0 +1,410 @@
+"""The local sandbox provider: a subprocess per run on this machine, with no way out.
+
+Each run gets its own process group and a temporary work directory; the runner (trusted: it runs
+the verifier) works there, killed as a whole group at the deadline. The solution gets more: with
+bubblewrap (``bwrap``) it runs in its own network, PID, IPC, UTS and mount namespaces, seeing only
+the base interpreter, its standard library (no site-packages) and its own directory, with an
+empty environment; when we run as root it also runs as a fresh unprivileged uid (which makes
+``RLIMIT_NPROC`` bite), and its directory is a tmpfs of its own (``disk_mb``, ``max_files``:
+its space and inodes, all files together, off the host's disk). Resource limits cap each
+process's memory, CPU time, processes, file sizes and open files; per-run cgroups (see
+``cgroups``) cap all of a run's processes together (memory, tasks) and give every run the same
+CPU share. Where bwrap, root or cgroups are missing it still runs, and says once which isolation
+and which limits are missing.
+
+Speed without less isolation: the judge runner is forked from a warm, trusted fork server
+(``forkserver``; one per provider, reachable only over a private socket pair) instead of starting
+an interpreter per run, falling back to exec when the server is gone. Likewise solution
+processes are forked by a warm solution zygote (``zygote``), itself confined by bwrap, which
+gives each its own network and IPC namespaces and drops it to the run's uid; when the zygote
+is gone they start with bwrap each.
+
+Cleanup is certain, and happens before ``run`` returns: every solution process is in the run's
+freezer cgroup before any solution code runs, and no fork, ``setsid`` or PID namespace takes it
+out; the provider freezes the group, kills every member, and checks the kernel's list of
+members is empty (else the run raises SandboxError: no verdict on an unproven cleanup). Without
+cgroups the runner proves its solution processes gone (bwrap-started: their PID namespaces'
+inits have exited; zygote-started: a ``kill -1`` as the run's uid, then a search of /proc finds
+none) by creating ``CLEAN_MARKER`` in the work directory; without that proof ``destroy`` kills
+by uid the same way. Directories are then removed by ``removal.remove_tree``, which no tree
+shape (depth, links, modes) can break.
+
+Example:
+    provider = LocalProvider()
+    box = provider.create(env)
+    provider.put_files(box, {"a.py": b"print(1)"})
+    provider.run(box, ["python3", "a.py"], timeout=5).stdout
+    # b'1\\n'
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import secrets
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import weakref
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from deepgym_ray.exceptions import SandboxError
+from deepgym_ray.judge import RUNNER
+from deepgym_ray.judge.deepgym_proc import Drain, kill_uid, wait_exit
+from deepgym_ray.models import Environment
+from deepgym_ray.sandboxes.base import CommandResult, Sandbox, SandboxProvider, sandbox_path
+from deepgym_ray.sandboxes.local.cgroups import RunCgroup, RunCgroups, missing_guarantees
+from deepgym_ray.sandboxes.local.forkserver import RunnerForkServer
+from deepgym_ray.sandboxes.local.isolation import (
+    bwrap_prefix,
+    count_own_processes,
+    world_reachable,
+)
+from deepgym_ray.sandboxes.local.workarea import (
+    discard,
+    discard_if_empty,
+    make_shared,
+    mount_tmpfs,
+    sweep_stale_dirs,
+)
+from deepgym_ray.sandboxes.local.zygote import SolutionZygote
+
+logger = logging.getLogger(__name__)
+
+MB = 1 << 20
+# The runner creates this file in the work directory once it knows that no solution process
+# is left (see deepgym_spawn.kill); then destroy() can skip its sweep of /proc by uid.
+CLEAN_MARKER = ".deepgym-clean"
+_WARNED: set[str] = set()
+
+
+def _warn_once(message: str) -> None:
+    if message not in _WARNED:
+        _WARNED.add(message)
+        logger.warning(message)
+
+
+@dataclass
+class _Box:
+    work_dir: Path
+    solution_dir: Path
+    uid: int | None
+    timeout: float
+    procs: list[subprocess.Popen]
+    zygote: subprocess.Popen | None = None  # the zygote serving this run, if any
+    cgroup: RunCgroup | None = None  # the run's cgroups, where the machine gives them
+
+
+def _base_python() -> str:
+    base = getattr(sys, "_base_executable", None) or sys.executable
+    return os.path.realpath(base)
+
+
+class LocalProvider(SandboxProvider):
+    """Runs each sandbox as local processes (see the module docstring for the isolation).
+
+    ``memory_mb``, ``max_processes``, ``max_file_mb`` and ``max_open_files`` limit each solution
+    process; as root, ``memory_mb`` and ``max_processes`` also bound all of a run's solution
+    processes together (cgroups), and ``disk_mb`` and ``max_files`` bound the space and inodes
+    of its work area (a tmpfs). ``verifier_memory_mb`` limits the runner. ``isolation='none'``
+    skips bubblewrap.
+    ``fork_server=True`` starts judge runners by forking a warm runner process (see
+    ``forkserver``) instead of starting an interpreter per run; other commands always exec.
+    ``solution_zygote`` (on by default where bwrap and root are there) forks solution processes
+    from a warm, confined zygote (see ``zygote``) instead of a bwrap and interpreter each; when
+    not given, the environment variable ``DEEPGYM_SOLUTION_ZYGOTE=0`` turns it off.
+    """
+
+    name = "local"
+
+    def __init__(self, *, memory_mb: int = 1024, max_processes: int = 32,
+                 max_file_mb: int = 64, max_open_files: int = 256,
+                 verifier_memory_mb: int = 4096, isolation: str = "auto",
+                 python: str | None = None, output_limit_mb: int = 32,
+                 fork_server: bool = True, solution_zygote: bool | None = None,
+                 disk_mb: int = 256, max_files: int = 20000) -> None:
+        if isolation not in ("auto", "bwrap", "none"):
+            raise ValueError(f"isolation must be 'auto', 'bwrap' or 'none', got {isolation!r}")
+        self.python = python or sys.executable
+        self.solution_python = _base_python()
+        self.memory_mb, self.max_processes = memory_mb, max_processes
+        self.max_file_mb, self.max_open_files = max_file_mb, max_open_files
+        self.verifier_memory_mb, self.output_limit = verifier_memory_mb, output_limit_mb * MB
+        self.disk_mb, self.max_files = disk_mb, max_files
+        self.as_root = os.geteuid() == 0
+        self.cgroups = RunCgroups.probe() if self.as_root else RunCgroups({}, {"all": "not root"})
+        self.cgroups.sweep_stale()
+        self._tmpfs = self.as_root  # until a mount fails
+        self.bwrap = None if isolation == "none" else bwrap_prefix(self.solution_python,
+                                                                    self.as_root)
+        if isolation == "bwrap" and self.bwrap is None:
+            raise SandboxError("isolation='bwrap' was asked for, but bubblewrap cannot create "
+                               "namespaces here (install the 'bubblewrap' package)")
+        self._nproc = max_processes if self.as_root else count_own_processes() + 512
+        self.fork_server = RunnerForkServer(self.python) if fork_server else None
+        if solution_zygote is None:
+            solution_zygote = os.environ.get("DEEPGYM_SOLUTION_ZYGOTE", "1") != "0"
+        self.zygote = self._solutions_root = None
+        if solution_zygote and self.bwrap is not None and self.as_root:
+            self._solutions_root = tempfile.mkdtemp(prefix=f"deepgym-sol-{os.getpid()}-z")
+            os.chmod(self._solutions_root, 0o711)
+            try:  # each run's tmpfs, mounted later, must show in the zygote's namespace too
+                make_shared(self._solutions_root)
+                # A mount outlives this process: release it even if close() is never called.
+                weakref.finalize(self, discard_if_empty, self._solutions_root)
+            except OSError as exc:
+                self._tmpfs = False
+                logger.debug("no shared mount for the zygote: %s", exc)
+            self.zygote = SolutionZygote(self.bwrap, self.solution_python, self._solutions_root)
+        sweep_stale_dirs()
+        self._report_isolation()
+
+    def _report_isolation(self) -> None:
+        missing = []
+        if self.bwrap is None:
+            missing.append("no bubblewrap namespaces: the solution can see the host's files "
+                           "(including the verifier) and reach the network")
+            if self.as_root and not world_reachable(self.solution_python):
+                missing.append(f"the solution's uid cannot reach {self.solution_python} (a "
+                               "private directory on the way), so scripts and late imports fail")
+        if not self.as_root:
+            missing.append("not root: the solution runs as this user (no separate uid, no "
+                           "process limit of its own)")
+        if self.bwrap is None and not self.as_root:
+            missing.append("a background process that starts its own session can outlive "
+                           "the run")
+        if missing:
+            _warn_once("local sandbox isolation is weaker here: " + "; ".join(missing))
+        self._report_limits()
+
+    def _report_limits(self) -> None:
+        """Say once which of a run's aggregate limits hold here, and which do not."""
+        lost = missing_guarantees(self.limits)
+        why = "; ".join(f"{c}: {r}" for c, r in self.cgroups.missing.items())
+        if lost:
+            _warn_once("local sandbox limits are weaker here: " + "; ".join(lost)
+                       + (f" ({why})" if why else ""))
+        else:
+            logger.info("local sandbox: per-run cgroups (freezer, memory %d MB, pids %d, cpu "
+                        "shares) and a %d MB / %d-inode tmpfs work area", self.memory_mb,
+                        self.max_processes, self.disk_mb, self.max_files)
+
+    @property
+    def limits(self) -> dict[str, bool]:
+        """Which per-run guarantees hold on this machine (see ``cgroups`` and ``workarea``)."""
+        return {"cleanup_by_cgroup": self.cgroups.has("freezer"),
+                "run_memory": self.cgroups.has("memory"),
+                "run_processes": self.cgroups.has("pids"),
+                "cpu_fairness": self.cgroups.has("cpu"),
+                "work_area": self._tmpfs}
+
+    @property
+    def isolation(self) -> dict[str, bool]:
+        """Which isolation this provider gives solutions on this machine."""
+        return {"namespaces": self.bwrap is not None, "separate_uid": self.as_root}
+
+    # --- the provider protocol ------------------------------------------------------------
+
+    def create(self, env: Environment) -> Sandbox:
+        work = Path(tempfile.mkdtemp(prefix=f"deepgym-run-{os.getpid()}-"))
+        # The solution owns only ``<holder>/work``: the holder stays ours, so the solution can
+        # never swap its directory for a symlink to a place the runner would then write into.
+        if self._solutions_root is not None:  # where the zygote sees every run's directory
+            os.makedirs(self._solutions_root, mode=0o711, exist_ok=True)
+            holder = Path(tempfile.mkdtemp(prefix="run-", dir=self._solutions_root))
+        else:
+            holder = Path(tempfile.mkdtemp(prefix=f"deepgym-sol-{os.getpid()}-"))
+        holder.chmod(0o711)
+        sol = holder / "work"
+        sol.mkdir(mode=0o700)
+        uid = None
+        box = _Box(work, sol, uid, env.timeout, [])
+        try:
+            if self.as_root:
+                box.uid = uid = (1 << 20) + secrets.randbelow(1 << 29)  # far from real users
+                os.chown(sol, uid, uid)
+                self._mount_work_area(sol, uid)
+            if self.cgroups.available:
+                box.cgroup = self.cgroups.create(work.name.rsplit("-", 1)[-1],
+                                                 memory_bytes=self.memory_mb * MB,
+                                                 pids=self.max_processes)
+        except OSError as exc:
+            self._discard(box)
+            raise SandboxError(f"cannot make the run's sandbox: {exc}") from exc
+        return Sandbox(id=work.name, provider=self.name, handle=box)
+
+    def _mount_work_area(self, sol: Path, uid: int) -> None:
+        if not self._tmpfs:
+            return
+        try:
+            mount_tmpfs(sol, size_mb=self.disk_mb, inodes=self.max_files, uid=uid)
+        except OSError as exc:
+            self._tmpfs = False
+            _warn_once(f"cannot mount the solution's tmpfs work area ({exc}): disk space is "
+                       "limited per file only, inodes not at all")
+
+    def put_files(self, sandbox: Sandbox, files: Mapping[str, bytes]) -> None:
+        box: _Box = sandbox.handle
+        for name, content in files.items():
+            rel = sandbox_path(name)
+            path = box.work_dir.joinpath(*rel.parts)
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_bytes(content)
+
+    def solution_launch(self, sandbox: Sandbox) -> dict:
+        """How the runner must start solution processes in this sandbox (sent in its config)."""
+        box: _Box = sandbox.handle
+        limits = {"as": self.memory_mb * MB, "nproc": self._nproc, "fsize": self.max_file_mb * MB,
+                  "nofile": self.max_open_files, "core": 0,
+                  "cpu": int(box.timeout) + 1}
+        launch = {"kind": "plain", "prefix": [], "python": self.solution_python,
+                  "uid": box.uid, "limits": limits}
+        if box.cgroup is not None:  # the runner puts every solution process in them first
+            launch["cgroups"] = box.cgroup.procs_files()
+        if self.bwrap is not None:
+            sol = str(box.solution_dir)
+            holder = str(box.solution_dir.parent)  # bwrap would make it 0700: untraversable
+            launch.update(kind="bwrap", prefix=[*self.bwrap, "--perms", "0711", "--dir", holder,
+                                                "--bind", sol, sol])
+            if self.zygote is not None and box.uid is not None:
+                # None when the zygote cannot run: the runner then uses bwrap as above.
+                launch["zygote"] = self.zygote.socket_path()
+                box.zygote = self.zygote.process if launch["zygote"] else None
+        return {"launch": launch, "solution_dir": str(box.solution_dir),
+                "clean_marker": str(box.work_dir / CLEAN_MARKER),
+                "limits": {"as": self.verifier_memory_mb * MB, "core": 0,
+                           "fsize": self.max_file_mb * 4 * MB}}
+
+    def run(self, sandbox: Sandbox, command: Sequence[str], *, timeout: float,
+            stdin: bytes | None = None, env: Mapping[str, str] | None = None) -> CommandResult:
+        result = self._run(sandbox, command, timeout=timeout, stdin=stdin, env=env)
+        self._end_processes(sandbox)  # before anyone sees the result
+        zygote = sandbox.handle.zygote
+        if zygote is not None and zygote.poll() is not None:
+            # The zygote only exits when we close it, and its death takes the run's solution
+            # processes with it: whatever the runner made of that, it was not the answer's doing.
+            raise SandboxError("the solution zygote died during the run (exit code "
+                               f"{zygote.returncode}); the answer was not judged",
+                               sandbox_id=sandbox.id)
+        return result
+
+    def _run(self, sandbox: Sandbox, command: Sequence[str], *, timeout: float,
+             stdin: bytes | None, env: Mapping[str, str] | None) -> CommandResult:
+        box: _Box = sandbox.handle
+        environ = {"PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8",
+                   "HOME": str(box.work_dir), "TMPDIR": str(box.work_dir)}
+        environ.update(env or {})
+        command = list(command)
+        if command and command[0] == "python3":
+            command[0] = self.python
+        started = time.monotonic()
+        if self.fork_server is not None and command == [self.python, "-I", "-S", "-B", RUNNER]:
+            result = self._run_forked(box, environ, timeout, stdin)
+            if result is not None:
+                return result
+        try:
+            proc = subprocess.Popen(command, cwd=box.work_dir, env=environ,
+                                    stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                    stderr=subprocess.PIPE, start_new_session=True, close_fds=True)
+        except OSError as exc:
+            raise SandboxError(f"cannot start {command[0]!r}: {exc}",
+                               sandbox_id=sandbox.id) from exc
+        box.procs.append(proc)
+        out, err = Drain(proc.stdout, self.output_limit), Drain(proc.stderr, MB)
+        try:
+            proc.stdin.write(stdin or b"")
+            proc.stdin.close()
+        except OSError:
+            pass  # it died at once; its exit code says so
+        timed_out = not wait_exit(proc, timeout)
+        self._kill_group(proc)  # at the deadline, and also whatever it left behind
+        out.join(5)
+        err.join(5)
+        return CommandResult(exit_code=None if timed_out else proc.returncode,
+                             stdout=bytes(out.data), stderr=bytes(err.data),
+                             timed_out=timed_out, duration=time.monotonic() - started)
+
+    def _run_forked(self, box: _Box, environ: Mapping[str, str], timeout: float,
+                    stdin: bytes | None) -> CommandResult | None:
+        """The judge runner, forked by the warm server; None when the server is unusable."""
+        started = time.monotonic()
+        in_r, in_w = os.pipe()
+        out_r, out_w = os.pipe()
+        err_r, err_w = os.pipe()
+        try:
+            run = self.fork_server.start_runner(str(box.work_dir), environ, (in_r, out_w, err_w))
+        finally:
+            for fd in (in_r, out_w, err_w):
+                os.close(fd)
+        if run is None:
+            for fd in (in_w, out_r, err_r):
+                os.close(fd)
+            return None
+        out = Drain(os.fdopen(out_r, "rb"), self.output_limit)
+        err = Drain(os.fdopen(err_r, "rb"), MB)
+        try:
+            with os.fdopen(in_w, "wb") as pipe:
+                pipe.write(stdin or b"")
+        except OSError:
+            pass  # it died at once; its exit code says so
+        try:
+            timed_out = not run.wait(timeout)
+            if timed_out:
+                run.kill()  # the monitor kills the group, whatever it left behind too
+        finally:
+            run.close()
+        out.join(5)
+        err.join(5)
+        return CommandResult(exit_code=None if timed_out else run.returncode,
+                             stdout=bytes(out.data), stderr=bytes(err.data),
+                             timed_out=timed_out, duration=time.monotonic() - started)
+
+    def close(self) -> None:
+        """Stop the runner fork server and the zygote (a later run starts new ones)."""
+        if self.fork_server is not None:
+            self.fork_server.close()
+        if self.zygote is not None:
+            self.zygote.close()
+            discard_if_empty(self._solutions_root)
+
+    def destroy(self, sandbox: Sandbox) -> None:
+        """Kill every process of the run (verified), then remove its groups and directories;
+        raises SandboxError when that cannot be proven (then nothing was judged)."""
+        box: _Box = sandbox.handle
+        try:
+            self._end_processes(sandbox)
+        finally:
+            self._discard(box)
+
+    def _end_processes(self, sandbox: Sandbox) -> None:
+        box: _Box = sandbox.handle
+        for proc in box.procs:
+            self._kill_group(proc)
+        if box.cgroup is not None:
+            if not box.cgroup.kill_all():
+                raise SandboxError("processes of the run survived SIGKILL; the answer was not "
+                                   "judged", sandbox_id=sandbox.id)
+        elif box.uid is not None and not (box.work_dir / CLEAN_MARKER).is_file():
+            if not kill_uid(box.uid, rounds=200):
+                logger.error("processes of uid %s survived cleanup", box.uid)
+                raise SandboxError("processes of the run's uid survived its cleanup; the answer "
+                                   "was not judged", sandbox_id=sandbox.id)
+
+    def _discard(self, box: _Box) -> None:
+        if box.cgroup is not None and box.cgroup.remove():
+            box.cgroup = None
+        for path in (box.work_dir, box.solution_dir.parent):
+            discard(path)
+
+    @staticmethod
+    def _kill_group(proc: subprocess.Popen) -> None:
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+        if not wait_exit(proc, 10):
+            logger.error("process %s survived SIGKILL for 10s", proc.pid)

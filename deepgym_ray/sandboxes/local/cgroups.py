@@ -1,0 +1,242 @@
+"""Per-run cgroups (v1) for the local sandbox: aggregate limits, CPU fairness, certain cleanup.
+
+Each run gets one group in each controller this machine lets us use, made under the group this
+process already belongs to (so nothing escapes the limits it is under itself), named
+``deepgym-<pid>-<run>``:
+
+- ``freezer``: cleanup with no race. Freeze the group (no process of it runs, so none can fork),
+  SIGKILL every task listed, thaw, wait until ``cgroup.procs`` is empty, remove the group. A
+  process cannot leave a cgroup by forking, ``setsid`` or double-forking, so an empty group
+  proves that nothing of the run is left, whatever PID namespace it was in.
+- ``memory``: ``memory.limit_in_bytes`` (and ``memory.memsw.limit_in_bytes`` where swap is
+  accounted) over all of a run's solution processes together, its tmpfs pages included.
+- ``pids``: ``pids.max`` over all of them, threads included.
+- ``cpu``: ``cpu.shares`` equal for every run, so a run's CPU share does not grow with the
+  number of processes it starts (work-conserving: an idle machine is still all a run's).
+
+The runner puts each solution process in its run's groups before it runs any solution code
+(``launch["cgroups"]``; see ``deepgym_spawn``). Where no controller can be used (not root, no
+cgroup v1) :func:`probe` says why, and the provider logs which guarantees are missing.
+
+Example:
+    groups = RunCgroups.probe()
+    run = groups.create("abc", memory_bytes=1 << 30, pids=32)
+    run.procs_files()
+    # ['/sys/fs/cgroup/freezer/deepgym-12-abc/cgroup.procs', ...]
+    run.kill_all() and run.remove()
+    # True
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import time
+from pathlib import Path
+
+logger = logging.getLogger(__name__)
+
+ROOT = Path("/sys/fs/cgroup")
+CONTROLLERS = ("freezer", "memory", "pids", "cpu")
+PREFIX = "deepgym-"
+KILL_WAIT = 10.0
+
+
+def _own_path(controller: str) -> str | None:
+    """This process's group in ``controller`` (from /proc/self/cgroup), or None."""
+    try:
+        text = Path("/proc/self/cgroup").read_text()
+    except OSError:
+        return None
+    for line in text.splitlines():
+        _, names, path = line.split(":", 2)
+        if controller in names.split(","):
+            return path
+    return None
+
+
+def _write(path: Path, value: str) -> None:
+    with open(path, "w", encoding="ascii") as f:
+        f.write(value)
+
+
+def _tasks(group: Path) -> list[int]:
+    try:
+        return [int(pid) for pid in (group / "cgroup.procs").read_text().split()]
+    except (OSError, ValueError):
+        return []
+
+
+class RunCgroup:
+    """One run's groups (controller -> directory)."""
+
+    def __init__(self, groups: dict[str, Path]) -> None:
+        self.groups = groups
+
+    def procs_files(self) -> list[str]:
+        """The files a process's pid is written to, to put it in every group of the run."""
+        return [str(group / "cgroup.procs") for group in self.groups.values()]
+
+    def pids(self) -> set[int]:
+        """Every process still in any of the run's groups."""
+        found: set[int] = set()
+        for group in self.groups.values():
+            found.update(_tasks(group))
+        return found
+
+    def kill_all(self) -> bool:
+        """Kill every process of the run; True once none is left (verified by the kernel's
+        own list of the groups' members, not by searching /proc)."""
+        freezer = self.groups.get("freezer")
+        if not self.pids():
+            return True
+        if freezer is not None:
+            self._freeze(freezer)
+        deadline = time.monotonic() + KILL_WAIT
+        try:
+            while True:
+                pids = self.pids()
+                if not pids:
+                    return True
+                for pid in pids:
+                    try:
+                        os.kill(pid, signal.SIGKILL)
+                    except (ProcessLookupError, PermissionError):
+                        pass
+                if freezer is not None:
+                    _write(freezer / "freezer.state", "THAWED")  # a frozen task cannot die
+                if time.monotonic() > deadline:
+                    logger.error("processes %s of a run survived SIGKILL for %ss",
+                                 sorted(pids), KILL_WAIT)
+                    return False
+                time.sleep(0.001)
+        finally:
+            if freezer is not None:
+                try:
+                    _write(freezer / "freezer.state", "THAWED")
+                except OSError:
+                    pass
+
+    @staticmethod
+    def _freeze(freezer: Path) -> None:
+        try:
+            _write(freezer / "freezer.state", "FROZEN")
+            deadline = time.monotonic() + 2
+            while time.monotonic() < deadline:
+                if (freezer / "freezer.state").read_text().strip() == "FROZEN":
+                    return
+                time.sleep(0.0005)
+        except OSError:
+            pass  # killing without freezing still converges: the kill loop repeats
+
+    def memory_failures(self) -> int:
+        """How often the run hit its memory limit (for diagnosis)."""
+        memory = self.groups.get("memory")
+        try:
+            return int((memory / "memory.failcnt").read_text()) if memory else 0
+        except (OSError, ValueError):
+            return 0
+
+    def remove(self) -> bool:
+        """Remove the run's groups (after :meth:`kill_all`); True when all are gone."""
+        ok = True
+        for group in self.groups.values():
+            try:
+                group.rmdir()
+            except FileNotFoundError:
+                pass
+            except OSError as exc:
+                logger.error("cannot remove the run's cgroup %s: %s", group, exc)
+                ok = False
+        return ok
+
+
+class RunCgroups:
+    """Where this process can make per-run groups, controller by controller."""
+
+    def __init__(self, parents: dict[str, Path], missing: dict[str, str]) -> None:
+        self.parents, self.missing = parents, missing
+
+    @classmethod
+    def probe(cls, root: Path = ROOT) -> RunCgroups:
+        """Try every controller: a group must be creatable (and removable) under ours."""
+        parents: dict[str, Path] = {}
+        missing: dict[str, str] = {}
+        for controller in CONTROLLERS:
+            own = _own_path(controller)
+            base = root / controller
+            if own is None or not (base / "cgroup.procs").is_file():
+                missing[controller] = "not mounted as cgroup v1"
+                continue
+            parent = base / own.lstrip("/")
+            test = parent / f"{PREFIX}{os.getpid()}-probe"
+            try:
+                test.mkdir(exist_ok=True)
+                test.rmdir()
+            except OSError as exc:
+                missing[controller] = exc.strerror or str(exc)
+                continue
+            parents[controller] = parent
+        return cls(parents, missing)
+
+    @property
+    def available(self) -> bool:
+        return bool(self.parents)
+
+    def has(self, controller: str) -> bool:
+        return controller in self.parents
+
+    def create(self, name: str, *, memory_bytes: int, pids: int) -> RunCgroup:
+        """Make the run's groups with their limits (raises OSError; nothing is left then)."""
+        run = RunCgroup({})
+        try:
+            for controller, parent in self.parents.items():
+                group = parent / f"{PREFIX}{os.getpid()}-{name}"
+                group.mkdir()
+                run.groups[controller] = group
+                if controller == "memory":
+                    _write(group / "memory.limit_in_bytes", str(memory_bytes))
+                    if (group / "memory.memsw.limit_in_bytes").exists():
+                        _write(group / "memory.memsw.limit_in_bytes", str(memory_bytes))
+                elif controller == "pids":
+                    _write(group / "pids.max", str(pids))
+                elif controller == "cpu":
+                    _write(group / "cpu.shares", "1024")
+        except OSError:
+            run.remove()
+            raise
+        return run
+
+    def sweep_stale(self) -> None:
+        """Kill and remove groups left by processes that died mid-run (their pid is in the
+        name): a run's processes must not outlive even the process that scored it."""
+        stale: dict[str, dict[str, Path]] = {}
+        for controller, parent in self.parents.items():
+            try:
+                children = list(parent.iterdir())
+            except OSError:
+                continue
+            for child in children:
+                parts = child.name.split("-")
+                if (child.name.startswith(PREFIX) and len(parts) >= 3 and parts[1].isdigit()
+                        and not Path(f"/proc/{parts[1]}").exists() and child.is_dir()):
+                    stale.setdefault(child.name, {})[controller] = child
+        for groups in stale.values():
+            run = RunCgroup(groups)
+            if run.kill_all():
+                run.remove()
+
+
+def missing_guarantees(held: dict[str, bool]) -> list[str]:
+    """What is lost, in words, for each per-run guarantee that does not hold (see
+    ``LocalProvider.limits``)."""
+    words = {
+        "cleanup_by_cgroup": "no freezer cgroup: a run's processes are found by uid",
+        "run_memory": "no memory cgroup: memory is limited per process only",
+        "run_processes": "no pids cgroup: processes are limited per uid only",
+        "cpu_fairness": "no cpu cgroup: a run with many busy processes slows its neighbours",
+        "work_area": "no tmpfs work area: disk space is limited per file only, inodes not at "
+                     "all, and files land on the host's disk",
+    }
+    return [text for name, text in words.items() if not held.get(name, False)]

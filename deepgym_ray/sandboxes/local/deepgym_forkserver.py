@@ -1,0 +1,183 @@
+"""A warm, trusted process that forks judge runners, so a run skips interpreter start-up.
+
+The local provider starts one per provider as ``python -I -S -B deepgym_forkserver.py FD``,
+where FD is its end of a private ``socketpair`` (no path on the file system, so nothing in a
+sandbox can connect to it). The server imports the runner and what runners use once, then
+waits for requests: a JSON line (the run's work directory and environment) carrying four file
+descriptors (the runner's stdin, stdout and stderr, and a socket for this run's reports).
+
+For each request it forks a *monitor*, which forks the *runner*: a new session and process
+group, the given stdio, the work directory, the environment, and then the runner's ``main``
+(which sets its own resource limits, as when started by exec). The monitor reports
+``started <pid>`` and, once the runner has exited and the rest of its process group has been
+killed, ``exit <code>`` on the run's socket. A ``kill`` message, or the host closing the
+socket, kills the runner's group at once. The server itself never runs a verifier, so every
+runner starts from the same clean state; it exits when the host closes its end.
+
+Example (what the provider does; see ``deepgym_ray.sandboxes.local.forkserver``):
+    socket.send_fds(control, [b'{"cwd": "/tmp/run", "env": {...}}'], [stdin, out, err, report])
+"""
+
+import json
+import os
+import select
+import signal
+import socket
+import sys
+
+# The judge's files (deepgym_ray/judge): the runners this server forks run from there.
+HERE = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
+                    "judge")
+RUNNER = os.path.join(HERE, "deepgym_runner.py")
+JUDGE_MODULES = ("deepgym_wire", "deepgym_proc", "deepgym_worker", "deepgym_spawn",
+                 "deepgym_remote", "deepgym_proxy", "deepgym_solution", "deepgym_cases",
+                 "deepgym_runner")
+
+
+def _preload():
+    """Import what every runner needs (and what verifiers commonly import: ``random`` re-seeds
+    itself in every forked child, through ``os.register_at_fork``)."""
+    sys.path[:0] = [HERE]
+    import ast  # noqa: F401 - shape detection when the host does not say
+    import importlib.machinery  # noqa: F401 - the runner's import guard
+    import importlib.util  # noqa: F401
+    import resource  # noqa: F401 - the runner's limits
+    import traceback  # noqa: F401 - failure reports
+    import types  # noqa: F401
+
+    for name in ("bisect", "collections", "fractions", "heapq", "itertools", "math", "random",
+                 "re", "string", "typing"):
+        __import__(name)
+    # Every judge module a runner or verifier imports (deepgym_worker runs in solution
+    # processes; the runner imports it only for its pipe framing).
+    for name in JUDGE_MODULES:
+        __import__(name)
+
+    import deepgym_spawn
+
+    python = os.path.realpath(getattr(sys, "_base_executable", None) or sys.executable)
+    deepgym_spawn.worker_program(python)  # compiled once; every runner inherits it
+
+
+def _run_runner(request, stdin, stdout, stderr):
+    """In the forked runner: become a fresh, independent run and hand over to the runner."""
+    code = 1
+    try:
+        os.setsid()
+        for fd, target in ((stdin, 0), (stdout, 1), (stderr, 2)):
+            os.dup2(fd, target)
+        os.closerange(3, 1 << 16)  # nothing of the server's survives into the run
+        os.chdir(request["cwd"])
+        os.environ.clear()
+        os.environ.update(request["env"])
+        sys.argv = [RUNNER]
+        import deepgym_runner
+
+        deepgym_runner.main()  # ends with os._exit
+        code = 0
+    except SystemExit as exc:
+        code = exc.code if isinstance(exc.code, int) else 1
+    except BaseException:  # noqa: B036 - anything else is a crash of the runner
+        import traceback
+
+        try:
+            traceback.print_exc()
+            sys.stderr.flush()
+        except BaseException:  # noqa: B036, S110 - best effort: the exit code still says it
+            pass
+    os._exit(code)
+
+
+def _monitor(request, fds):
+    """In the forked monitor: start the runner, report its start and exit, kill on request."""
+    stdin, stdout, stderr, report_fd = fds
+    report = socket.socket(fileno=report_fd)
+    pid = os.fork()
+    if pid == 0:
+        report.close()
+        _run_runner(request, stdin, stdout, stderr)
+    for fd in (stdin, stdout, stderr):
+        os.close(fd)
+    pidfd = os.pidfd_open(pid)
+    try:
+        report.sendall(f"started {pid}\n".encode())
+    except OSError:
+        _kill_group(pid)
+    waiting = [pidfd, report]
+    while True:
+        ready, _, _ = select.select(waiting, [], [])
+        if pidfd in ready:
+            break
+        try:
+            data = report.recv(64)
+        except OSError:
+            data = b""
+        _kill_group(pid)  # "kill", or the host is gone: either way the run ends now
+        if not data:
+            waiting = [pidfd]
+    # The runner has exited (a zombie still, so its pid is ours): kill whatever is left in
+    # its process group, then reap it.
+    _kill_group(pid)
+    _, status = os.waitpid(pid, 0)
+    try:
+        report.sendall(f"exit {os.waitstatus_to_exitcode(status)}\n".encode())
+    except OSError:
+        pass
+    os._exit(0)
+
+
+def _kill_group(pid):
+    try:
+        os.killpg(pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def serve(control):
+    """Answer requests until the host closes ``control``."""
+    signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # monitors are reaped by the kernel
+    while True:
+        try:
+            message, fds, _flags, _addr = socket.recv_fds(control, 1 << 20, 4)
+        except OSError:
+            break
+        if not message:
+            break  # the host closed its end (or died)
+        if len(fds) != 4:
+            for fd in fds:
+                os.close(fd)
+            continue
+        try:
+            request = json.loads(message)
+            pid = os.fork()
+        except (ValueError, OSError):
+            for fd in fds:
+                os.close(fd)  # the host sees its report socket close: a failed start
+            continue
+        if pid == 0:
+            try:
+                control.close()
+                signal.signal(signal.SIGCHLD, signal.SIG_DFL)  # the monitor waits for its runner
+                _monitor(request, fds)
+            finally:
+                os._exit(0)
+        for fd in fds:
+            os.close(fd)
+    os._exit(0)
+
+
+def main():
+    control = socket.socket(fileno=int(sys.argv[1]))
+    try:  # monitors wait on pidfds; without them the host starts runners by exec instead
+        os.close(os.pidfd_open(os.getpid()))
+    except (AttributeError, OSError):
+        os._exit(3)
+    _preload()
+    import gc
+
+    gc.freeze()  # keep the preloaded objects out of collections: fewer copied pages per fork
+    serve(control)
+
+
+if __name__ == "__main__":
+    main()

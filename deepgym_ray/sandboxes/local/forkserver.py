@@ -1,0 +1,179 @@
+"""The host's side of the runner fork server (``deepgym_forkserver.py`` beside this file).
+
+One server per :class:`~deepgym_ray.sandboxes.local.LocalProvider`, started on first use over
+a private socket pair. :meth:`RunnerForkServer.start_runner` hands the server a run's stdio
+pipes and a report socket and returns a :class:`ForkedRun`, whose ``wait`` gives the runner's
+exit code (or None at the deadline, after killing its process group). When the server cannot
+be used (it died, or never started) ``start_runner`` returns None and the caller starts the
+runner by exec instead; the next run starts a fresh server.
+
+Example:
+    server = RunnerForkServer(sys.executable)
+    run = server.start_runner("/tmp/run", {"PATH": "/usr/bin"}, stdio)
+    run.wait(timeout=10)
+    # 0
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import select
+import signal
+import socket
+import subprocess
+import threading
+import time
+from collections.abc import Mapping
+from pathlib import Path
+
+logger = logging.getLogger(__name__)
+
+SERVER = str(Path(__file__).resolve().parent / "deepgym_forkserver.py")
+START_TIMEOUT = 10.0  # for the "started" report; the server only forks twice meanwhile
+MAX_RESTARTS = 5
+
+
+class ForkedRun:
+    """One runner started by the fork server: its pid and the socket its monitor reports on."""
+
+    def __init__(self, pid: int, report: socket.socket) -> None:
+        self.pid, self.report, self._buffer = pid, report, b""
+        self.returncode: int | None = None
+
+    def _line(self, deadline: float) -> bytes | None:
+        """The next report line; None at the deadline; b"" when the monitor is gone."""
+        while b"\n" not in self._buffer:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return None
+            ready, _, _ = select.select([self.report], [], [], left)
+            if not ready:
+                continue
+            try:
+                chunk = self.report.recv(256)
+            except OSError:
+                chunk = b""
+            if not chunk:
+                return b""
+            self._buffer += chunk
+        line, _, self._buffer = self._buffer.partition(b"\n")
+        return line
+
+    def wait(self, timeout: float) -> bool:
+        """Wait for the runner to exit; False at the deadline (the runner still runs)."""
+        line = self._line(time.monotonic() + max(0.0, timeout))
+        if line is None:
+            return False
+        if line.startswith(b"exit "):
+            self.returncode = int(line.split()[1])
+        else:  # the monitor vanished: make sure the runner's group goes with it
+            self.returncode = -signal.SIGKILL
+            try:
+                os.killpg(self.pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+        return True
+
+    def kill(self) -> None:
+        """Kill the runner's process group and wait (bounded) for the monitor's report."""
+        if self.returncode is not None:
+            return
+        try:
+            self.report.sendall(b"kill\n")
+        except OSError:
+            pass
+        if not self.wait(10):
+            logger.error("forked runner %s survived SIGKILL for 10s", self.pid)
+
+    def close(self) -> None:
+        self.report.close()  # the monitor kills the group if the runner still runs
+
+
+class RunnerForkServer:
+    """A lazily started fork server for judge runners (see the module docstring)."""
+
+    def __init__(self, python: str) -> None:
+        self.python = python
+        self._lock = threading.Lock()
+        self._control: socket.socket | None = None
+        self._proc: subprocess.Popen | None = None
+        self._starts = 0
+
+    def _ensure(self) -> socket.socket | None:
+        if self._control is not None and self._proc is not None and self._proc.poll() is None:
+            return self._control
+        self._shutdown_locked()
+        if self._starts >= MAX_RESTARTS:
+            return None
+        self._starts += 1
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        try:
+            self._proc = subprocess.Popen(
+                [self.python, "-I", "-S", "-B", SERVER, str(theirs.fileno())],
+                pass_fds=(theirs.fileno(),), stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd="/",
+                env={"PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8"},
+                start_new_session=True)  # a Ctrl-C to the host's group must not kill it
+        except OSError as exc:
+            logger.warning("cannot start the runner fork server: %s", exc)
+            ours.close()
+            return None
+        finally:
+            theirs.close()
+        self._control = ours
+        return ours
+
+    def start_runner(self, cwd: str, env: Mapping[str, str],
+                     stdio: tuple[int, int, int]) -> ForkedRun | None:
+        """Fork a runner with ``stdio`` (stdin, stdout, stderr fds; the caller keeps and closes
+        them) in ``cwd`` with ``env``; None when the server cannot be used."""
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        request = json.dumps({"cwd": cwd, "env": dict(env)}).encode()
+        with self._lock:
+            control = self._ensure()
+            sent = False
+            if control is not None:
+                try:
+                    socket.send_fds(control, [request], [*stdio, theirs.fileno()])
+                    sent = True
+                except OSError as exc:
+                    logger.warning("the runner fork server is gone (%s); starting runners by "
+                                   "exec until it is restarted", exc)
+                    self._shutdown_locked()
+        theirs.close()
+        if not sent:
+            ours.close()
+            return None
+        run = ForkedRun(0, ours)
+        line = run._line(time.monotonic() + START_TIMEOUT)
+        if not line or not line.startswith(b"started "):
+            ours.close()  # if a runner did start, its monitor kills it on this close
+            with self._lock:
+                self._shutdown_locked()
+            return None
+        run.pid = int(line.split()[1])
+        return run
+
+    def _shutdown_locked(self) -> None:
+        if self._control is not None:
+            self._control.close()  # the server exits on this; runs in flight finish
+            self._control = None
+        if self._proc is not None:
+            try:
+                self._proc.kill()
+                self._proc.wait(5)
+            except (OSError, subprocess.TimeoutExpired):
+                pass
+            self._proc = None
+
+    def close(self) -> None:
+        with self._lock:
+            self._shutdown_locked()
+
+    @property
+    def pid(self) -> int | None:
+        """The server's pid while it runs (for tests and diagnosis)."""
+        proc = self._proc
+        return proc.pid if proc is not None and proc.poll() is None else None

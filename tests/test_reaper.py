@@ -1,0 +1,67 @@
+"""The reaper: what a command started dies with it, and only that.
+
+A command started by another command (a script that runs ``deepgym-ray eval`` in a subprocess
+after running one in process) gets a tag below its parent's: when the child ends, its reaper
+kills the child's processes and never the parent's (the embedded Ray the parent still uses).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+import time
+
+from deepgym_ray.pool.reaper import TAG_VARIABLE, tagged_processes
+
+# A command: starts its reaper, then a long sleep that carries its tag, then (if asked) runs a
+# nested command of the same kind and waits for it. Prints what it started, as JSON lines.
+COMMAND = textwrap.dedent("""
+    import json, os, subprocess, sys
+    from deepgym_ray.pool.reaper import start_reaper
+    tag = start_reaper()
+    sleeper = subprocess.Popen(["sleep", "120"])
+    print(json.dumps({"tag": tag, "sleeper": sleeper.pid}), flush=True)
+    if sys.argv[1] == "nest":
+        subprocess.run([sys.executable, "-c", sys.argv[2], "leaf", ""], check=True,
+                       stdin=subprocess.DEVNULL)
+    sys.stdin.read()  # until the test closes our stdin
+""")
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/status") as handle:
+            return "State:\tZ" not in handle.read()
+    except OSError:
+        return False
+
+
+def _gone(pid: int, seconds: float = 30.0) -> bool:
+    deadline = time.monotonic() + seconds
+    while _alive(pid) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return not _alive(pid)
+
+
+def test_a_nested_command_reaps_its_own_processes_and_never_its_parents():
+    env = {k: v for k, v in os.environ.items() if k != TAG_VARIABLE}
+    parent = subprocess.Popen([sys.executable, "-c", COMMAND, "nest", COMMAND], env=env,
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        outer = json.loads(parent.stdout.readline())
+        inner = json.loads(parent.stdout.readline())
+        assert inner["tag"].startswith(outer["tag"] + "/")
+        # The nested command has ended (its stdin was empty): its sleeper is reaped ...
+        assert _gone(inner["sleeper"]), "the nested command's process outlived it"
+        # ... and the parent's, which carries the parent's tag, is not.
+        time.sleep(0.5)
+        assert _alive(outer["sleeper"]), "the nested command's reaper killed its parent's process"
+        assert outer["sleeper"] in tagged_processes(outer["tag"])
+    finally:
+        parent.stdin.close()
+        parent.wait(timeout=30)
+    assert _gone(outer["sleeper"]), "the parent command's process outlived it"
+    assert tagged_processes(outer["tag"]) == []
