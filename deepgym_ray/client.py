@@ -182,7 +182,7 @@ class DeepGym:
             return map_threads(self.scorer, envs, codes, limit, on_result)
         from deepgym_ray.pool import get_pool
 
-        pool = get_pool(self.scorer, self.config.pool)
+        pool = get_pool(self)  # its scorer, its pool settings, its usual map width
         return list(pool.map(list(envs), list(codes), limit, on_result=on_result,
                              chunk_size=chunk_size, code=True))
 

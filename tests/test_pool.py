@@ -222,3 +222,19 @@ def test_a_pool_that_cannot_start_says_why(ray_local, tmp_path):
     finally:  # the actor waits for room in the cluster: take it away
         name = f"{config.name}-{make_client(tmp_path, pool=config).scorer.key}-0"
         ray_local.kill(ray_local.get_actor(name, namespace=config.namespace))
+
+
+def test_a_pool_takes_the_clients_scorer_pool_settings_and_map_width():
+    """What a pool is built from: a client's scorer, pool settings and usual map width (a
+    remote provider's default shape makes room for it), or a bare Scorer."""
+    from deepgym_ray.client import DeepGym
+    from deepgym_ray.config import DeepGymConfig
+    from deepgym_ray.pool.verifier_pool import scoring_setup
+
+    client = DeepGym(config=DeepGymConfig(mode="local", max_parallel=200,
+                                          pool=PoolConfig(name="wide")))
+    scorer, config, width = scoring_setup(client)
+    assert scorer is client.scorer and config.name == "wide" and width == 200
+    assert scoring_setup(client.scorer)[1:] == (PoolConfig(), 32)
+    with pytest.raises(TypeError, match="DeepGym client or a Scorer"):
+        scoring_setup("local")
