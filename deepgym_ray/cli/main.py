@@ -34,13 +34,17 @@ import signal
 import sys
 import threading
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from deepgym_ray import __version__
 from deepgym_ray.cli import pool_commands, serve_command
 from deepgym_ray.cli.errors import BadInput
 from deepgym_ray.config import MODES
 from deepgym_ray.pool.reaper import start_reaper
+
+if TYPE_CHECKING:  # pragma: no cover
+    from deepgym_ray.client import DeepGym
+    from deepgym_ray.config import DeepGymConfig
 
 __all__ = ["build_parser", "main"]
 
@@ -140,7 +144,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 # --- shared pieces ------------------------------------------------------------------------
 
-def _config(args: argparse.Namespace) -> Any:
+def _config(args: argparse.Namespace) -> DeepGymConfig:
     from deepgym_ray.config import ConfigError, DeepGymConfig
 
     try:
@@ -174,7 +178,7 @@ def _auto_backend() -> str:
     return "ray" if running_cluster() is not None else "threads"
 
 
-def _client(config: Any) -> Any:
+def _client(config: DeepGymConfig) -> DeepGym:
     """The client, once its sandbox mode has passed the provider's preflight."""
     from deepgym_ray.client import DeepGym
     from deepgym_ray.exceptions import ProviderUnavailableError

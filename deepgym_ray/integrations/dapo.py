@@ -14,22 +14,26 @@ Example:
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from deepgym_ray.integrations.trl import TRLRewardFunction, make_trl_reward_fn
+
+if TYPE_CHECKING:  # pragma: no cover
+    from deepgym_ray.client import DeepGym
 
 __all__ = ["make_dapo_reward_fn", "make_dapo_shaped_reward_fn"]
 
 
 def make_dapo_reward_fn(
-    env: Any, client: Any = None, max_parallel: int = 32, **options: Any
+    env: Any, client: DeepGym | None = None, max_parallel: int = 32, **options: Any
 ) -> TRLRewardFunction:
     """The reward function for a DAPO run: :func:`make_trl_reward_fn` under another name."""
     return make_trl_reward_fn(env, client, max_parallel, **options)
 
 
 def make_dapo_shaped_reward_fn(
-    env: Any, *, component: str, client: Any = None, max_parallel: int = 32, **options: Any
+    env: Any, *, component: str, client: DeepGym | None = None, max_parallel: int = 32,
+    **options: Any,
 ) -> TRLRewardFunction:
     """A DAPO reward function returning one reward component (a result without it: its score).
 

@@ -23,12 +23,15 @@ from __future__ import annotations
 import logging
 import math
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from deepgym_ray.completions import completion_to_code
 from deepgym_ray.config import check_max_parallel
 from deepgym_ray.models import Environment, RunResult
 from deepgym_ray.reward import MaskedRate
+
+if TYPE_CHECKING:  # pragma: no cover
+    from deepgym_ray.client import DeepGym
 
 __all__ = ["BASE_KEYS", "RowScorer", "row_scorer"]
 
@@ -48,7 +51,7 @@ class RowScorer:
     def __init__(
         self,
         env: Any,
-        client: Any = None,
+        client: DeepGym | None = None,
         *,
         max_parallel: int = 32,
         no_verdict_score: float = 0.0,

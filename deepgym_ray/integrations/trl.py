@@ -27,13 +27,16 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from deepgym_ray.client import default_client
 from deepgym_ray.completions import check_completions
 from deepgym_ray.config import check_max_parallel
 from deepgym_ray.integrations.shared_batch import batch_key, shared_batch_for
 from deepgym_ray.models import Environment, RunResult
+
+if TYPE_CHECKING:  # pragma: no cover
+    from deepgym_ray.client import DeepGym
 
 __all__ = [
     "TRLAsyncRewardFunction",
@@ -74,7 +77,7 @@ class _TRLRewardBase:
     def __init__(
         self,
         env: Any,
-        client: Any = None,
+        client: DeepGym | None = None,
         max_parallel: int = 32,
         component: str | None = None,
         name: str | None = None,
@@ -214,7 +217,7 @@ class TRLAsyncRewardFunction(_TRLRewardBase):
 
 def make_trl_reward_fn(
     env: Any,
-    client: Any = None,
+    client: DeepGym | None = None,
     max_parallel: int = 32,
     component: str | None = None,
     *,
@@ -237,7 +240,7 @@ def make_trl_reward_fn(
 
 def make_trl_async_reward_fn(
     env: Any,
-    client: Any = None,
+    client: DeepGym | None = None,
     max_parallel: int = 32,
     component: str | None = None,
     *,

@@ -23,11 +23,14 @@ import logging
 import math
 import threading
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from deepgym_ray.completions import check_completions
 from deepgym_ray.config import check_max_parallel
 from deepgym_ray.models import Environment, RunResult
+
+if TYPE_CHECKING:  # pragma: no cover
+    from deepgym_ray.client import DeepGym
 
 __all__ = ["AsyncRewardFunction", "MaskedRate", "RewardFunction", "grpo_advantages"]
 
@@ -166,7 +169,7 @@ class RewardFunction:
     def __init__(
         self,
         env: Any,
-        client: Any = None,
+        client: DeepGym | None = None,
         max_parallel: int = 32,
         *,
         masked_rate: MaskedRate | None = None,
@@ -184,7 +187,7 @@ class RewardFunction:
         self.masked_rate = masked_rate or MaskedRate(name=label)
 
     @property
-    def client(self) -> Any:
+    def client(self) -> DeepGym:
         if self._client is None:
             from deepgym_ray.client import default_client
 
@@ -235,7 +238,8 @@ class AsyncRewardFunction:
         rewards = await AsyncRewardFunction(env)(completions)
     """
 
-    def __init__(self, env: Any, client: Any = None, max_parallel: int = 32, **kwargs: Any):
+    def __init__(self, env: Any, client: DeepGym | None = None, max_parallel: int = 32,
+                 **kwargs: Any) -> None:
         self.sync = RewardFunction(env, client, max_parallel, **kwargs)
         self.__name__ = self.sync.__name__
         self.masked_rate = self.sync.masked_rate
