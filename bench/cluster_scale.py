@@ -28,7 +28,7 @@ from deepgym_ray.config import DeepGymConfig, PoolConfig  # noqa: E402
 from deepgym_ray.models import Environment  # noqa: E402
 from deepgym_ray.pool import VerifierPool  # noqa: E402
 
-NODE = {"num_cpus": 1, "_node_ip_address": "127.0.0.1"}
+NODE = {"num_cpus": 1, "node_ip_address": "127.0.0.1"}
 
 
 def rate_on(nodes: int, per_node: int, delay: float, waves: int) -> float:
@@ -38,7 +38,7 @@ def rate_on(nodes: int, per_node: int, delay: float, waves: int) -> float:
     cluster = Cluster(initialize_head=True, head_node_args={**NODE, "include_dashboard": False})
     for _ in range(nodes - 1):
         cluster.add_node(**NODE)
-    ray.init(address=cluster.address, log_to_driver=False)
+    ray.init(address=cluster.address, _node_ip_address="127.0.0.1", log_to_driver=False)
     try:
         cluster.wait_for_nodes()
         config = PoolConfig(name=f"scale-{uuid.uuid4().hex[:6]}", actors=nodes,
