@@ -85,10 +85,14 @@ def kill_as(uid):
 
 
 def uid_processes(uid):
-    """Live (not zombie) processes with ``uid`` as any of their uids. Reads
-    /proc/<pid>/status, since a process that changed uid is not dumpable and its /proc entry
-    belongs to root."""
-    pids = []
+    """Live (not zombie) processes with ``uid`` as any of their uids."""
+    return [pid for pid, zombie in _processes_of(uid) if not zombie]
+
+
+def _processes_of(uid):
+    """Yield ``(pid, zombie)``, while scanning /proc, for each process with ``uid`` as any of
+    its uids. Reads /proc/<pid>/status, since a process that changed uid is not dumpable and
+    its /proc entry belongs to root."""
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
             continue
@@ -104,25 +108,35 @@ def uid_processes(uid):
             elif line.startswith("Uid:"):
                 uid_line = line.split()[1:]
                 break
-        if uid_line and state != "Z" and str(uid) in uid_line:
-            pids.append(int(entry))
-    return pids
+        if uid_line and str(uid) in uid_line:
+            yield int(entry), state == "Z"
 
 
-def kill_uid(uid, rounds=50):
+def kill_uid(uid, rounds=50, wait_for_zombies=True):
     """Kill every process owned by ``uid`` (where no cgroup holds them); True once a search
-    of /proc finds none left, False when some survived ``rounds`` rounds."""
+    of /proc finds none left, False when some survived ``rounds`` rounds.
+
+    ``wait_for_zombies``: a zombie of the uid counts as left, so the sweep goes on until its
+    parent has reaped it. In a sandbox that time is what lets a process still being started
+    for the run (forked as root, then given the uid) be seen and killed too; the host's
+    provider, which cannot count on init reaping its orphans soon, passes False."""
     for attempt in range(rounds):
         if os.geteuid() == 0 and attempt % 10 == 0:
-            kill_as(uid)
-        pids = uid_processes(uid)
-        if not pids:
-            return True
-        for pid in pids:
+            kill_as(uid)  # fails when the uid is at its process limit: the scan still works
+        found = False
+        # Killed the moment the scan sees it, not after the scan: processes that keep forking
+        # (a hydra at its process limit) get no time to replace themselves meanwhile.
+        for pid, zombie in _processes_of(uid):
+            if zombie:
+                found = found or wait_for_zombies
+                continue
+            found = True
             try:
                 os.kill(pid, signal.SIGKILL)
             except (ProcessLookupError, PermissionError):
                 pass
+        if not found:
+            return True
         time.sleep(0.002)
     return False
 

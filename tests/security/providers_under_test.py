@@ -171,7 +171,8 @@ class ProviderCase:
         for entry in entries:
             uid = entry.get("uid")
             if uid is not None and uid >= SANDBOX_UID_BASE:
-                kill_uid(uid)  # only this run's uid: processes our own test started
+                # only this run's uid: processes our own test started
+                kill_uid(uid, rounds=200, wait_for_zombies=False)
             for path in entry.get("dirs", []):
                 if os.path.lexists(path):
                     remove_tree(path)

@@ -389,7 +389,7 @@ class LocalProvider(SandboxProvider):
                 raise SandboxError("processes of the run survived SIGKILL; the answer was not "
                                    "judged", sandbox_id=sandbox.id)
         elif box.uid is not None and not (box.work_dir / CLEAN_MARKER).is_file():
-            if not kill_uid(box.uid, rounds=200):
+            if not kill_uid(box.uid, rounds=200, wait_for_zombies=False):
                 logger.error("processes of uid %s survived cleanup", box.uid)
                 raise SandboxError("processes of the run's uid survived its cleanup; the answer "
                                    "was not judged", sandbox_id=sandbox.id)
