@@ -93,18 +93,6 @@ class Scorer:
 
         return make_provider(self.mode, **self.provider_options)
 
-    @property
-    def io_bound(self) -> bool:
-        """Whether the provider mostly waits on the network (many light actors suit it)."""
-        spec = self._provider_spec
-        if isinstance(spec, SandboxProvider):
-            return spec.io_bound
-        if spec is not None:
-            return False
-        from deepgym_ray.sandboxes import is_io_bound
-
-        return is_io_bound(self.mode)
-
     def close(self) -> None:
         """Release the provider (rebuilt if the scorer is used again). A provider that was
         given ready-made belongs to its owner and is left open."""
