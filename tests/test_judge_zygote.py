@@ -4,6 +4,7 @@ and runs still pass (through bwrap) when the zygote is gone."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -194,13 +195,23 @@ def test_a_dead_zygote_falls_back_to_bwrap_and_restarts(provider):
     first = provider.zygote.pid
     zygote_ns = {os.readlink(f"/proc/{pid}/ns/pid") for pid in _descendants(first)}
     assert judge(provider, probe) in zygote_ns
-    for pid in _descendants(first) + [first]:
-        try:
-            os.kill(pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-    provider.zygote.socket_path = lambda: None  # as if it could not be restarted
-    assert judge(provider, probe) not in zygote_ns  # bwrap started it instead
+    # Held open, the dead zygote's namespaces stay allocated: the kernel cannot hand their
+    # inode numbers to bwrap's new namespace, which would make the two look the same.
+    held = []
+    for pid in _descendants(first):
+        with contextlib.suppress(OSError):
+            held.append(os.open(f"/proc/{pid}/ns/pid", os.O_RDONLY))
+    try:
+        for pid in _descendants(first) + [first]:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        provider.zygote.socket_path = lambda: None  # as if it could not be restarted
+        assert judge(provider, probe) not in zygote_ns  # bwrap started it instead
+    finally:
+        for fd in held:
+            os.close(fd)
     del provider.zygote.socket_path
     restarted = judge(provider, probe)  # a new zygote started it
     assert provider.zygote.pid not in (None, first)
