@@ -3,9 +3,12 @@ deepgym_ray's Daytona provider, executing commands for real on this machine.
 
 Request bodies are parsed and responses built with the SDK's own generated models
 (``daytona_api_client``, ``daytona_toolbox_api_client``), so the wire format is the real one.
-Each sandbox is a home directory here (mode 0711, so a solution's uid can reach its own
-directory inside); commands run with ``bash -c`` in it, as this process's user, in their own
-process group, killed when the sandbox is stopped or deleted. Faults are injected on demand
+Run as root, each sandbox is a container as far as this machine allows (see ``container``: its
+own namespaces, its declared memory and disk enforced, home ``/root``), as in Daytona's cloud;
+``privileged=False`` makes it an unprivileged one. Otherwise (or with ``contain=False``) a
+sandbox is a home directory here (mode 0711, so a solution's uid can reach its own directory
+inside). Either way commands run with ``bash -c`` in their own process group, as this
+process's user, killed when the sandbox is stopped or deleted. Faults are injected on demand
 (see ``faults``). Every response goes out in one write: headers and body in two sends cost a
 delayed-ACK stall (~40 ms) per call.
 """
@@ -41,6 +44,7 @@ from daytona_toolbox_api_client import (
     UserHomeDirResponse,
 )
 
+from . import container
 from .faults import Faults
 
 _ROUTES = [
@@ -74,12 +78,20 @@ class HttpError(Exception):
 class _Box:
     """One sandbox: its DTO fields, its home directory, its sessions and live processes."""
 
-    def __init__(self, sid: str, request: CreateSandbox, root: Path) -> None:
+    def __init__(self, sid: str, request: CreateSandbox, root: Path, contain: bool,
+                 privileged: bool) -> None:
         self.id = sid
         self.request = request
-        self.home = root / sid
-        self.home.mkdir(mode=0o711)
-        self.home.chmod(0o711)
+        self.host_dir = root / sid
+        self.host_dir.mkdir(mode=0o711)
+        self.host_dir.chmod(0o711)
+        self.container: container.Container | None = None
+        if contain:
+            self.container = container.Container(
+                sid, memory_gib=request.memory or 1, disk_gib=request.disk or 3,
+                network=not request.network_block_all, privileged=privileged,
+                disk_dir=root / f"{sid}.disk").start()
+        self.home = container.HOME if contain else str(self.host_dir)
         self.state = SandboxState.STARTED
         self.auto_stop = request.auto_stop_interval
         self.auto_delete = request.auto_delete_interval
@@ -88,7 +100,17 @@ class _Box:
         self.procs: set[subprocess.Popen] = set()
         self.created = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
 
+    def path(self, inside: str) -> Path:
+        """A path of the sandbox (absolute, or relative to its home) as this machine sees it."""
+        full = PurePosixPath(self.home) / inside
+        if ".." in full.parts or not (full == PurePosixPath(self.home)
+                                      or PurePosixPath(self.home) in full.parents):
+            raise HttpError(400, f"path {inside!r} is outside the sandbox's home")
+        return self.container.path(str(full)) if self.container else Path(full)
+
     def kill_all(self) -> None:
+        if self.container is not None:
+            self.container.stop()
         for proc in list(self.procs):
             try:
                 os.killpg(proc.pid, signal.SIGKILL)
@@ -100,8 +122,14 @@ class DaytonaTestServer:
     """The server. ``start()`` serves on a thread; ``url`` is what DAYTONA_API_URL takes."""
 
     def __init__(self, host: str = "127.0.0.1", port: int = 0, api_key: str = "test-key",
-                 user: str | None = None, replay: bool = False) -> None:
+                 user: str | None = None, replay: bool = False, contain: bool | None = None,
+                 privileged: bool = True) -> None:
         self.api_key = api_key
+        why = container.available()
+        if contain and why:
+            raise RuntimeError(f"sandboxes cannot be containers here: {why}")
+        self.contain = why is None if contain is None else contain
+        self.privileged = privileged
         # Bench mode: a judge run whose files were seen before is answered from the first
         # real run's output (re-tagged with this run's token) instead of executed again, so
         # this machine's CPU does not stand in for the cloud's.
@@ -153,7 +181,7 @@ class DaytonaTestServer:
         if box is not None:
             box.state = SandboxState.DESTROYED
             box.kill_all()
-            shutil.rmtree(box.home, ignore_errors=True)
+            shutil.rmtree(box.host_dir, ignore_errors=True)
 
     # --- the API -----------------------------------------------------------------------------
 
@@ -180,7 +208,10 @@ class DaytonaTestServer:
     def create(self, body: bytes) -> dict:
         request = CreateSandbox.from_json(body.decode())
         sid = uuid.uuid4().hex[:16]
-        box = _Box(sid, request, self.root)
+        try:
+            box = _Box(sid, request, self.root, self.contain, self.privileged)
+        except OSError as exc:
+            raise HttpError(500, f"cannot start the sandbox: {exc}") from exc
         with self.lock:
             self.boxes[sid] = box
         return self.dto(box).to_dict()
@@ -189,11 +220,13 @@ class DaytonaTestServer:
             timeout: float | None, vanish: bool = False) -> tuple[int | None, bytes, bytes]:
         if box.state != SandboxState.STARTED:
             raise HttpError(409, f"Sandbox {box.id} is not started (state {box.state.value})")
-        workdir = box.home / (cwd or "")
+        workdir = str(PurePosixPath(box.home) / (cwd or ""))
         environ = {"PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8",
-                   "HOME": str(box.home), **(env or {})}
+                   "HOME": box.home, **(env or {})}
         argv = ["bash", "-c", command]
-        if box.request.network_block_all and os.geteuid() == 0:
+        if box.container is not None:
+            argv, workdir = box.container.argv(command, workdir), "/"
+        elif box.request.network_block_all and os.geteuid() == 0:
             # As Daytona does for such a sandbox: no network at all (a loopback of its own).
             argv = ["unshare", "--net", *argv]
         proc = subprocess.Popen(argv, cwd=workdir, env=environ,
@@ -217,14 +250,14 @@ class DaytonaTestServer:
     def _run_key(uploaded: list[tuple[str, bytes]]) -> tuple[str, str] | None:
         """(digest of the run's own files, its token) when the upload was a judge run's."""
         files = sorted((PurePosixPath(p).name, c) for p, c in uploaded if "/judge/" not in p)
-        stdin = dict(files).get(".deepgym-stdin")
+        spec = dict(files).get(".deepgym-run")  # the run's spec: the runner's stdin in it
         try:
-            token = json.loads(stdin)["token"] if stdin else None
+            token = json.loads(json.loads(spec)["stdin"])["token"] if spec else None
         except (ValueError, KeyError, TypeError):
             token = None
         if not token:
             return None
-        digest = hashlib.sha256(repr([f for f in files if f[0] != ".deepgym-stdin"]).encode())
+        digest = hashlib.sha256(repr([f for f in files if f[0] != ".deepgym-run"]).encode())
         return digest.hexdigest(), token
 
     def _remember(self, uploaded: list, code: int | None, out: bytes, err: bytes) -> None:
@@ -257,13 +290,10 @@ class DaytonaTestServer:
             else:
                 contents[match.group(1)] = part.get_payload(decode=True) or b""
         for index, path in paths.items():
-            rel = PurePosixPath(path)
-            target = rel if rel.is_absolute() else box.home / rel
-            if not str(Path(target).resolve()).startswith(str(box.home.resolve())):
-                raise HttpError(400, f"path {path!r} is outside the sandbox")
-            Path(target).parent.mkdir(parents=True, exist_ok=True)
-            Path(target).write_bytes(contents.get(index, b""))
-            box.uploaded.append((str(rel), contents.get(index, b"")))
+            target = box.path(path)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(contents.get(index, b""))
+            box.uploaded.append((path, contents.get(index, b"")))
 
     def handle(self, call: str, params: dict, body: bytes, content_type: str) -> tuple[int, object]:
         if call == "create":
@@ -280,6 +310,8 @@ class DaytonaTestServer:
         if call in ("start", "stop"):
             if call == "stop":
                 box.kill_all()
+            elif box.container is not None and box.state != SandboxState.STARTED:
+                box.container.start()  # a fresh container: its files did not survive the stop
             box.state = SandboxState.STARTED if call == "start" else SandboxState.STOPPED
             return 200, self.dto(box).to_dict()
         if call in ("autostop", "autodelete"):
@@ -288,7 +320,7 @@ class DaytonaTestServer:
         if call == "proxy_url":
             return 200, ToolboxProxyUrl(url=f"http://{self.host}:{self.port}/toolbox").to_dict()
         if call == "home_dir":
-            return 200, UserHomeDirResponse(dir=str(box.home)).to_dict()
+            return 200, UserHomeDirResponse(dir=box.home).to_dict()
         if call == "upload":
             self.upload(box, content_type, body)
             return 200, None

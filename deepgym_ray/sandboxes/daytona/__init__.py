@@ -23,7 +23,6 @@ Example:
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import os
 import secrets
@@ -47,6 +46,10 @@ __all__ = ["DaytonaOptions", "DaytonaProvider"]
 logger = logging.getLogger(__name__)
 SESSION = "deepgym"
 MB = 1 << 20
+# Of a sandbox's memory, what the judge keeps (the runner, the verifier, the in-sandbox
+# program); the rest bounds all of a run's solution processes together.
+JUDGE_HEADROOM_MB = 256
+_WARNED: set[str] = set()
 _INSTALL_HINT = "pip install 'deepgym_ray[daytona]'"
 
 
@@ -68,8 +71,12 @@ class DaytonaOptions(BaseModel):
     call_timeout: float = Field(default=60.0, gt=0)
     create_timeout: float = Field(default=180.0, gt=0)
     reuse: bool = True
-    solution_memory_mb: int = Field(default=1024, ge=64)
+    solution_memory_mb: int = Field(default=1024, ge=64, description="per solution process, "
+                                    "and for all of a run's (at most the sandbox's memory "
+                                    "less the judge's share)")
     max_processes: int = Field(default=64, ge=4)
+    disk_mb: int = Field(default=256, ge=16, description="a run's tmpfs work area: space")
+    max_files: int = Field(default=20000, ge=100, description="a run's tmpfs work area: inodes")
 
     def resolved(self) -> DaytonaOptions:
         env = os.environ
@@ -101,9 +108,11 @@ class _Remote:
     key: tuple
     home: str
     as_root: bool
+    memory_mb: int | None = None  # the sandbox's own memory
     last_used: float = field(default_factory=time.monotonic)
     runs: int = 0
     judge_digest: str | None = None  # which judge files are in its judge directory
+    confinement: dict | None = None  # what its first run could apply (see in_sandbox)
 
     @property
     def judge_dir(self) -> str:
@@ -227,8 +236,11 @@ class DaytonaProvider(SandboxProvider):
         except SandboxError:
             self._delete(box)
             raise
+        memory = getattr(box, "memory", None)
         remote = _Remote(sdk=box, key=key, home=str(home).rstrip("/"),
-                         as_root=getattr(box, "user", None) == "root")
+                         as_root=getattr(box, "user", None) == "root",
+                         memory_mb=int(memory * 1024) if isinstance(memory, (int, float))
+                         and memory > 0 else None)
         with self._lock:
             self._remotes[remote.id] = remote
         if not remote.as_root:
@@ -275,31 +287,41 @@ class DaytonaProvider(SandboxProvider):
                 "solution_dir": cmd.solution_dir(run.dir),
                 "clean_marker": f"{run.dir}/{cmd.CLEAN_MARKER}"}
 
+    def run_memory_mb(self, remote: _Remote) -> int:
+        """The bound on all of a run's solution processes together in ``remote``."""
+        own = self.options.solution_memory_mb
+        if remote.memory_mb is None:
+            return own
+        return max(64, min(own, remote.memory_mb - JUDGE_HEADROOM_MB))
+
     def run(self, sandbox: Sandbox, command: Sequence[str], *, timeout: float,
             stdin: bytes | None = None, env: Mapping[str, str] | None = None) -> CommandResult:
         run: _Run = sandbox.handle
         remote, o = run.remote, self.options
         sdk = _sdk()
-        judge = {n: data for n, data in run.files.items() if n in JUDGE_FILES}
-        files = {n: data for n, data in run.files.items() if n not in judge}
-        files[cmd.STDIN_FILE] = stdin or b""
-        uploads = [sdk.FileUpload(source=data, destination=f"{run.dir}/{name}")
-                   for name, data in files.items()]
-        digest = _digest(judge)
-        if judge and digest != remote.judge_digest:  # the judge goes once per sandbox
-            uploads += [sdk.FileUpload(source=data, destination=f"{remote.judge_dir}/{name}")
-                        for name, data in judge.items()]
         argv = list(command)
         if argv[-1:] == [RUNNER]:
             argv[-1] = f"{remote.judge_dir}/{RUNNER}"
+        files = {n: data for n, data in run.files.items() if n not in JUDGE_FILES}
+        # The environment's variables (its secrets) travel in the root-only spec, never on a
+        # command line.
+        files[cmd.SPEC_FILE] = cmd.run_spec(
+            argv=argv, stdin=stdin, env=env or {}, timeout=timeout, uid=run.uid,
+            disk_mb=o.disk_mb, max_files=o.max_files, memory_mb=self.run_memory_mb(remote),
+            pids=o.max_processes)
+        uploads = [sdk.FileUpload(source=data, destination=f"{run.dir}/{name}")
+                   for name, data in files.items()]
+        digest = cmd.judge_digest()
+        if digest != remote.judge_digest:  # the judge goes once per sandbox
+            uploads += [sdk.FileUpload(source=data, destination=f"{remote.judge_dir}/{name}")
+                        for name, data in cmd.judge_files()]
         started = time.monotonic()
         try:
             bounded(remote.sdk.fs.upload_files, uploads, timeout=int(o.call_timeout),
                     deadline=o.call_timeout, what="upload the run's files", sandbox_id=remote.id)
-            remote.judge_digest = digest if judge else remote.judge_digest
-            shell = cmd.run_command(run.dir, timeout, uid=run.uid, env=env or {}, argv=argv,
-                                    judge_dir=remote.judge_dir)
-            request = sdk.SessionExecuteRequest(command=shell)
+            remote.judge_digest = digest
+            request = sdk.SessionExecuteRequest(
+                command=cmd.session_command(remote.judge_dir, run.dir))
             # The command is bounded inside the sandbox; the call gets the run's time plus a
             # margin for the provider to answer, and then it is the provider that hangs.
             response = bounded(remote.sdk.process.execute_session_command, SESSION, request,
@@ -311,18 +333,32 @@ class DaytonaProvider(SandboxProvider):
             raise
         duration = time.monotonic() - started
         stderr = (response.stderr or "").encode("utf-8", "surrogateescape")
-        sweep = cmd.sweep_outcome(stderr)
-        run.reusable = sweep == "clean" and remote.as_root
-        code = response.exit_code
-        if code is None:
+        report = cmd.read_report(stderr)
+        run.reusable = bool(report and report.get("clean")) and remote.as_root
+        if report is None or report.get("error"):
             run.reusable = False
-            raise SandboxError("Daytona returned no exit code for the run",
+            why = report["error"] if report else (
+                f"no report (exit code {response.exit_code}): "
+                + stderr[-500:].decode("utf-8", "replace").strip())
+            raise SandboxError(f"the run's program in the Daytona sandbox failed: {why}",
                                sandbox_id=sandbox.id)
-        timed_out = code == cmd.KILLED_AT_DEADLINE and duration >= timeout
-        return CommandResult(exit_code=None if timed_out else code,
+        self._note_confinement(remote, report)
+        timed_out = bool(report.get("timed_out"))
+        return CommandResult(exit_code=None if timed_out else report.get("exit_code"),
                              stdout=(response.stdout or "").encode("utf-8", "surrogateescape"),
-                             stderr=cmd.strip_sweep(stderr), timed_out=timed_out,
+                             stderr=cmd.strip_report(stderr), timed_out=timed_out,
                              duration=duration)
+
+    def _note_confinement(self, remote: _Remote, report: Mapping[str, Any]) -> None:
+        """Say once (per provider process and message) what confinement a sandbox lacks."""
+        if remote.confinement is not None:
+            return
+        remote.confinement = dict(report.get("held") or {})
+        lost = cmd.missing_confinement(report)
+        message = "Daytona sandbox confinement is weaker here: " + "; ".join(lost)
+        if lost and message not in _WARNED:
+            _WARNED.add(message)
+            logger.warning(message)
 
     def destroy(self, sandbox: Sandbox) -> None:
         run: _Run = sandbox.handle
@@ -356,14 +392,6 @@ class DaytonaProvider(SandboxProvider):
         """The ids of the sandboxes this provider holds (idle or in use)."""
         with self._lock:
             return sorted(self._remotes)
-
-
-def _digest(files: Mapping[str, bytes]) -> str:
-    hasher = hashlib.sha256()
-    for name in sorted(files):
-        hasher.update(f"{name}\0{len(files[name])}\0".encode())
-        hasher.update(files[name])
-    return hasher.hexdigest()
 
 
 def _new_client(sdk: Any, options: DaytonaOptions) -> Any:

@@ -1,38 +1,56 @@
-"""The one shell command that runs a judge run inside a reused Daytona sandbox.
+"""The host's side of a judge run in a reused Daytona sandbox: its files, its command, its report.
 
-A session command gets no stdin, so the runner's config travels as a file that the command
-opens and unlinks before the runner starts (the solution never finds it on disk). Run as root,
-the command hands the solution its own directory under a fresh uid; after the runner it makes
-sure no process of that uid is left (the runner's marker proves it, else a sweep by uid) and
-reports the outcome on its last stderr line, removes the run's files and whatever that uid left
-in /tmp, /var/tmp and /dev/shm, and exits with the runner's code. ``timeout -s KILL`` bounds
-the runner's whole process group inside the sandbox.
+A run is one upload and one session command. The upload carries the run's files and its spec
+(``SPEC_FILE``: the runner's argv, stdin and environment, the deadline, the solution's uid and
+its bounds), and, once per sandbox, the judge's files with the in-sandbox program
+(``in_sandbox``, as ``RUN_PROGRAM``) and the cgroups module it uses. The command names only
+that program and the run's directory: what every process in the sandbox can read in
+/proc/PID/cmdline carries no secret. The program reports on its last stderr line (see
+:func:`read_report`).
 
 Example:
-    >>> "timeout -s KILL 14" in run_command("/root/deepgym/r1", 13, uid=None, env={},
-    ...                                     argv=["true"], judge_dir="/root/deepgym/judge")
-    True
+    >>> session_command("/root/deepgym/judge", "/root/deepgym/r1")
+    'python3 -I -S -B /root/deepgym/judge/deepgym_daytona_run.py /root/deepgym/r1'
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 import shlex
 from collections.abc import Mapping, Sequence
-from pathlib import PurePosixPath
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
 
-STDIN_FILE = ".deepgym-stdin"
-CLEAN_MARKER = ".deepgym-clean"
-SWEEP_PREFIX = "deepgym-sweep "
-# Temporary places every process of the sandbox can write, whoever runs in it next.
-SHARED_TEMP = "/tmp /var/tmp /dev/shm"
-# timeout(1) exits with 128+9 when it had to kill the runner at the deadline.
-KILLED_AT_DEADLINE = 137
+from deepgym_ray.judge import sandbox_judge_files
 
-# Up to 20 rounds of kill_uid (each gives killed processes ~0.1 s to go): a loaded machine
-# may take a while to reap them, and only "none left" counts as clean.
-_SWEEP = ("import sys; sys.path.insert(0, {judge!r}); from deepgym_proc import kill_uid; "
-          "clean = any(kill_uid({uid}) for _ in range(20)); "
-          "sys.stderr.write('" + SWEEP_PREFIX + "' + ('clean' if clean else 'dirty') + chr(10))")
+SPEC_FILE = ".deepgym-run"
+CLEAN_MARKER = ".deepgym-clean"  # the runner's proof that its solution processes are gone
+RUN_PROGRAM = "deepgym_daytona_run.py"
+CGROUPS_MODULE = "deepgym_daytona_cgroups.py"
+REPORT_PREFIX = b"deepgym-run "
+
+
+@lru_cache(maxsize=1)
+def judge_files() -> tuple[tuple[str, bytes], ...]:
+    """What every sandbox gets once: the judge, the in-sandbox program, its cgroups module
+    (the local provider's own, so both providers bound a run's processes the same way)."""
+    here = Path(__file__).parent
+    files = dict(sandbox_judge_files())
+    files[RUN_PROGRAM] = (here / "in_sandbox.py").read_bytes()
+    files[CGROUPS_MODULE] = (here.parent / "local" / "cgroups.py").read_bytes()
+    return tuple(sorted(files.items()))
+
+
+@lru_cache(maxsize=1)
+def judge_digest() -> str:
+    """What identifies :func:`judge_files` (a sandbox that has them gets them once)."""
+    hasher = hashlib.sha256()
+    for name, data in judge_files():
+        hasher.update(f"{name}\0{len(data)}\0".encode())
+        hasher.update(data)
+    return hasher.hexdigest()
 
 
 def solution_dir(run_dir: str) -> str:
@@ -40,48 +58,51 @@ def solution_dir(run_dir: str) -> str:
     return f"{run_dir}-s/work"
 
 
-def run_command(run_dir: str, timeout: float, *, uid: int | None, env: Mapping[str, str],
-                argv: Sequence[str], judge_dir: str) -> str:
-    """The shell command running ``argv`` in ``run_dir`` (absolute), bounded by ``timeout``;
-    the judge's files are in ``judge_dir`` (uploaded once per sandbox)."""
-    d = shlex.quote(run_dir)
-    holder = shlex.quote(f"{run_dir}-s")
-    work = shlex.quote(solution_dir(run_dir))
-    exports = "".join(f"export {k}={shlex.quote(v)}; " for k, v in env.items())
-    steps = [f"cd {d} || exit 97", f"chmod 700 {d}",
-             f"mkdir -m 711 {holder} && mkdir -m 700 {work} || exit 97"]
-    if uid is not None:  # the solution's uid must be able to walk down to its directory
-        parent = PurePosixPath(run_dir).parent
-        walk = " ".join(shlex.quote(str(p)) for p in (parent, parent.parent))
-        steps.append(f"chmod 711 {walk} && chown {uid}:{uid} {work} || exit 97")
-    runner = (f"{{ rm -f {STDIN_FILE}; {exports}timeout -s KILL {int(timeout) + 1} "
-              f"{shlex.join(argv)}; }} < {STDIN_FILE}")
-    steps.append(f"{runner}; rc=$?")
-    if uid is None:
-        steps.append(f"echo '{SWEEP_PREFIX}unchecked' >&2")
-    else:
-        sweep = shlex.quote(_SWEEP.format(uid=uid, judge=judge_dir))
-        steps.append(f"if [ -f {CLEAN_MARKER} ]; then echo '{SWEEP_PREFIX}clean' >&2; "
-                     f"else python3 -I -S -B -c {sweep}; fi")
-        # The sandbox is reused: what the run's uid left in the shared temporary places must
-        # not reach the next run (a file there could carry an answer or a claim across).
-        # Only world-writable directories are walked into (the uid could write nowhere else).
-        steps.append(f"find {SHARED_TEMP} -xdev -mindepth 1 \\( -user {uid} -prune -exec "
-                     "rm -rf -- {} + \\) -o \\( -type d ! -perm -0002 -prune \\) "
-                     ">/dev/null 2>&1 || true")
-    steps.append(f"cd / && rm -rf {d} {holder}; exit $rc")
-    return "sh -c " + shlex.quote("\n".join(steps))
+def run_spec(*, argv: Sequence[str], stdin: bytes | None, env: Mapping[str, str],
+             timeout: float, uid: int | None, disk_mb: int, max_files: int, memory_mb: int,
+             pids: int) -> bytes:
+    """The run's spec file (read and removed by the in-sandbox program before the run)."""
+    return json.dumps({
+        "argv": list(argv), "stdin": (stdin or b"").decode("utf-8", "surrogateescape"),
+        "env": dict(env), "timeout": float(timeout), "uid": uid, "disk_mb": int(disk_mb),
+        "max_files": int(max_files), "memory_mb": int(memory_mb), "pids": int(pids),
+    }).encode("utf-8", "surrogateescape")
 
 
-def sweep_outcome(stderr: bytes) -> str:
-    """'clean', 'dirty' or 'unchecked' from the command's stderr ('missing' when absent)."""
+def session_command(judge_dir: str, run_dir: str) -> str:
+    """The session command of one run: the in-sandbox program and the run's directory."""
+    return shlex.join(["python3", "-I", "-S", "-B", f"{judge_dir}/{RUN_PROGRAM}", run_dir])
+
+
+def read_report(stderr: bytes) -> dict[str, Any] | None:
+    """The program's report (its last stderr line), or None when it did not get to write it."""
     lines = stderr.rstrip(b"\n").splitlines()
-    if lines and lines[-1].startswith(SWEEP_PREFIX.encode()):  # only ours comes last
-        return lines[-1][len(SWEEP_PREFIX):].decode("ascii", "replace").strip()
-    return "missing"
+    if not lines or not lines[-1].startswith(REPORT_PREFIX):  # only ours comes last
+        return None
+    try:
+        report = json.loads(lines[-1][len(REPORT_PREFIX):])
+    except ValueError:
+        return None
+    return report if isinstance(report, dict) else None
 
 
-def strip_sweep(stderr: bytes) -> bytes:
-    """The runner's stderr without our own report line."""
+def strip_report(stderr: bytes) -> bytes:
+    """The runner's stderr without the program's report."""
     lines = stderr.splitlines(keepends=True)
-    return b"".join(line for line in lines if not line.startswith(SWEEP_PREFIX.encode()))
+    return b"".join(line for line in lines if not line.startswith(REPORT_PREFIX))
+
+
+def missing_confinement(report: Mapping[str, Any]) -> list[str]:
+    """What per-run confinement the sandbox did not allow, in words (for the warning)."""
+    words = {
+        "namespaces": "no mount, IPC and network namespaces of the run's own: the solution "
+                      "can reach the sandbox's toolbox daemon on its loopback (which runs "
+                      "commands for anyone who connects) and the shared temporary places",
+        "work_area": "no tmpfs work area: the solution's disk space is limited per file "
+                     "only, inodes not at all (the sandbox's own disk bounds the run)",
+        "cgroups": "no per-run cgroups: memory is limited per solution process only (the "
+                   "sandbox's own memory bounds the run, the judge included), and the run's "
+                   "processes are found by uid",
+    }
+    missing = report.get("missing") or {}
+    return [f"{words.get(name, name)} ({why})" for name, why in sorted(missing.items())]

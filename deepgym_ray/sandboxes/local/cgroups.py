@@ -155,12 +155,16 @@ class RunCgroup:
 class RunCgroups:
     """Where this process can make per-run groups, controller by controller."""
 
-    def __init__(self, parents: dict[str, Path], missing: dict[str, str]) -> None:
-        self.parents, self.missing = parents, missing
+    def __init__(self, parents: dict[str, Path], missing: dict[str, str],
+                 prefix: str = PREFIX) -> None:
+        self.parents, self.missing, self.prefix = parents, missing, prefix
 
     @classmethod
-    def probe(cls, root: Path = ROOT) -> RunCgroups:
-        """Try every controller: a group must be creatable (and removable) under ours."""
+    def probe(cls, root: Path = ROOT, prefix: str = PREFIX) -> RunCgroups:
+        """Try every controller: a group must be creatable (and removable) under ours.
+
+        ``prefix`` starts the names of the groups made (``<prefix><pid>-<name>``); only groups
+        with this provider's default one are swept as stale by :meth:`sweep_stale`."""
         parents: dict[str, Path] = {}
         missing: dict[str, str] = {}
         for controller in CONTROLLERS:
@@ -170,7 +174,7 @@ class RunCgroups:
                 missing[controller] = "not mounted as cgroup v1"
                 continue
             parent = base / own.lstrip("/")
-            test = parent / f"{PREFIX}{os.getpid()}-probe"
+            test = parent / f"{prefix}{os.getpid()}-probe"
             try:
                 test.mkdir(exist_ok=True)
                 test.rmdir()
@@ -178,7 +182,7 @@ class RunCgroups:
                 missing[controller] = exc.strerror or str(exc)
                 continue
             parents[controller] = parent
-        return cls(parents, missing)
+        return cls(parents, missing, prefix)
 
     @property
     def available(self) -> bool:
@@ -192,7 +196,7 @@ class RunCgroups:
         run = RunCgroup({})
         try:
             for controller, parent in self.parents.items():
-                group = parent / f"{PREFIX}{os.getpid()}-{name}"
+                group = parent / f"{self.prefix}{os.getpid()}-{name}"
                 group.mkdir()
                 run.groups[controller] = group
                 if controller == "memory":

@@ -1,0 +1,279 @@
+"""What runs inside a Daytona sandbox for each judge run: confine it, run it, clean up (stdlib).
+
+Shipped once per sandbox next to the judge files (as ``deepgym_daytona_run.py``, with the local
+provider's ``cgroups`` module as ``deepgym_daytona_cgroups.py``) and started by the run's
+session command as ``python3 -I -S -B <judge>/deepgym_daytona_run.py <run dir>``: nothing of
+the run is on a command line, which every process in the sandbox can read in /proc. The run's
+spec (the runner's argv, stdin and environment, the environment's secrets included, the
+deadline, the solution's uid and its bounds) is the root-only file ``<run dir>/.deepgym-run``,
+read and removed before anything of the run starts. As root it then:
+
+1. confines the run, as far as the sandbox allows (found out by the sandbox's first run and
+   then required of every later one, so a sandbox never silently serves a run less confined):
+   - ``namespaces``: its own mount, IPC and network namespaces. The network one takes away
+     the loopback on which the sandbox's own toolbox daemon listens (it runs commands as the
+     sandbox's user for anyone who connects); the IPC one takes SysV objects with it.
+   - ``work_area``: one tmpfs of ``disk_mb`` and ``max_files`` holding the solution's directory
+     and the run's private /tmp, /var/tmp and /dev/shm: everything the solution can write, all
+     together, freed at once when the run's mount namespace goes. The daemon's session logs
+     (earlier runs' outputs) are hidden from the run too.
+   - ``cgroups``: per-run groups (memory and tasks of all solution processes together, and a
+     freezer that proves them gone), put in the runner's launch settings (``cgroups``), so
+     every solution process is in them before any of its code runs (``deepgym_spawn``).
+2. runs the runner (its stdout is the command's), killing its process group at the deadline;
+3. kills every solution process (by cgroup; else the runner's proof; else a sweep by uid),
+   removes the run's files and, where /tmp was not private, what the uid left in the shared
+   temporary places, and checks both;
+4. reports on its last stderr line (``REPORT`` + JSON: ``clean``, ``timed_out``, ``held``,
+   ``missing``) and exits with the runner's code.
+"""
+
+import ctypes
+import json
+import os
+import signal
+import socket
+import struct
+import subprocess
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+
+from deepgym_proc import kill_uid, wait_exit  # noqa: E402 - the judge's files, side by side
+
+SPEC_FILE = ".deepgym-run"
+PROBE_FILE = ".deepgym-confinement.json"  # in the judge dir: what the first run found
+CLEAN_MARKER = ".deepgym-clean"
+REPORT = "deepgym-run "
+CGROUP_PREFIX = "deepgym-daytona-"  # never the local provider's, whose sweepers go by pid
+SHARED_TEMP = ("/tmp", "/var/tmp", "/dev/shm")
+CONFINEMENTS = ("namespaces", "work_area", "cgroups")
+KILLED_AT_DEADLINE = 137
+CLONE_NEWNS, CLONE_NEWIPC, CLONE_NEWNET = 0x20000, 0x8000000, 0x40000000
+MS_NOSUID, MS_NODEV, MS_BIND, MS_REC, MS_PRIVATE = 2, 4, 4096, 16384, 1 << 18
+MNT_DETACH = 2
+_LIBC = ctypes.CDLL(None, use_errno=True)
+
+
+def _call(result, what):
+    if result != 0:
+        err = ctypes.get_errno()
+        raise OSError(err, f"{what}: {os.strerror(err)}")
+
+
+def _mount(source, target, fstype, flags, data=None):
+    _call(_LIBC.mount(source.encode() if source else None, target.encode(),
+                      fstype.encode() if fstype else None, flags,
+                      data.encode() if data else None), f"mount {target}")
+
+
+def _loopback_up():
+    """Bring up the new network namespace's loopback (as bubblewrap does): a solution may talk
+    to itself over 127.0.0.1, never to anything outside the run."""
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        import fcntl
+
+        fcntl.ioctl(s, 0x8914, struct.pack("16sH22x", b"lo", 0x1 | 0x8 | 0x40))  # SIOCSIFFLAGS
+
+
+def enter_namespaces():
+    """Give this process (and all it starts) its own mount, IPC and network namespaces."""
+    _call(_LIBC.unshare(CLONE_NEWNS | CLONE_NEWIPC | CLONE_NEWNET), "unshare")
+    _mount(None, "/", None, MS_REC | MS_PRIVATE)  # nothing mounted here reaches the sandbox
+    try:
+        _loopback_up()
+    except OSError:
+        pass  # no loopback at all: still no way out
+
+
+def make_work_area(holder, disk_mb, max_files):
+    """The run's tmpfs on ``holder``: ``work`` (the solution's) and ``tmp`` (bound over the
+    shared temporary places, so they are the run's own and count against the same bound)."""
+    for place in SHARED_TEMP:  # a private /tmp would hide the run's own files
+        if any(os.path.realpath(p).startswith(place + "/") for p in (holder, HERE)):
+            raise OSError(f"the sandbox's home is under {place}")
+    _mount("deepgym", holder, "tmpfs", MS_NOSUID | MS_NODEV,
+           f"size={int(disk_mb)}m,nr_inodes={int(max_files)},mode=0711")
+    os.chmod(holder, 0o711)
+    tmp = os.path.join(holder, "tmp")
+    os.mkdir(tmp)
+    os.chmod(tmp, 0o1777)
+    for place in SHARED_TEMP:
+        if os.path.isdir(place) and not os.path.islink(place):
+            _mount(tmp, place, None, MS_BIND)
+    try:
+        _hide_session_logs()
+    except OSError:
+        pass  # only the real daemon keeps such logs, and there this tmpfs mounted
+
+
+def _hide_session_logs():
+    """The daemon writes each session command's output to a file (this command's stdout);
+    the directory of all sessions' logs gets an empty tmpfs over it in this namespace (our
+    open stdout still reaches the daemon)."""
+    try:
+        log = os.readlink("/proc/self/fd/1")
+    except OSError:
+        return
+    sessions = os.path.dirname(os.path.dirname(os.path.dirname(log)))
+    if log.startswith("/") and os.path.basename(sessions) == "sessions":
+        _mount("deepgym", sessions, "tmpfs", MS_NOSUID | MS_NODEV, "size=64k,mode=0700")
+
+
+def make_cgroups(name, memory_mb, pids):
+    """The run's cgroups, or None where this sandbox gives none (and why)."""
+    import deepgym_daytona_cgroups as cgroups
+
+    found = cgroups.RunCgroups.probe(prefix=CGROUP_PREFIX)
+    if not all(found.has(c) for c in ("freezer", "memory", "pids")):
+        raise OSError(f"no cgroup v1 freezer, memory and pids here ({found.missing})")
+    return found.create(name, memory_bytes=int(memory_mb) << 20, pids=int(pids))
+
+
+def _probe_path():
+    return os.path.join(HERE, PROBE_FILE)
+
+
+def confinement_found():
+    """What the sandbox's first run found possible here (None before that run)."""
+    try:
+        with open(_probe_path(), encoding="utf-8") as f:
+            return json.load(f)
+    except (OSError, ValueError):
+        return None
+
+
+def _remember(held):
+    fd = os.open(_probe_path(), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as f:
+        json.dump(held, f)
+
+
+def confine(spec, run_dir, holder, work):
+    """Apply what this sandbox allows; returns (held, missing, cgroup). Raises OSError when
+    something the sandbox's first run had fails now (the run is then not judged)."""
+    uid, known = spec["uid"], confinement_found()
+    held, missing, group = dict.fromkeys(CONFINEMENTS, False), {}, None
+
+    def attempt(name, step):
+        if os.geteuid() != 0 or uid is None:
+            missing[name] = "not root"
+        elif known is not None and not known.get(name):
+            missing[name] = known.get("why", {}).get(name, "not possible in this sandbox")
+        elif name == "work_area" and not held["namespaces"]:
+            missing[name] = "no mount namespace of its own"
+        else:
+            try:
+                result = step()
+            except OSError as exc:
+                if known is not None:  # it held for the first run: never weaker without a word
+                    raise OSError(f"{name} failed where it held before: {exc}") from exc
+                missing[name] = str(exc)
+                return None
+            held[name] = True
+            return result
+        return None
+
+    attempt("namespaces", enter_namespaces)
+    attempt("work_area", lambda: make_work_area(holder, spec["disk_mb"], spec["max_files"]))
+    os.makedirs(work, mode=0o700, exist_ok=True)
+    if uid is not None:
+        os.chown(work, uid, uid)
+    group = attempt("cgroups", lambda: make_cgroups(os.path.basename(run_dir),
+                                                    spec["memory_mb"], spec["pids"]))
+    if known is None and os.geteuid() == 0 and uid is not None:
+        _remember(dict(held, why=missing))
+    return held, missing, group
+
+
+def run_runner(spec, run_dir, launch_cgroups):
+    """Run the runner to its end or the deadline; returns (its returncode, timed out)."""
+    config = json.loads(spec["stdin"]) if spec.get("stdin") else {}
+    if launch_cgroups:
+        config.setdefault("launch", {})["cgroups"] = launch_cgroups
+    env = {"PATH": os.environ.get("PATH") or "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8",
+           "HOME": run_dir, "TMPDIR": run_dir, **spec.get("env", {})}
+    proc = subprocess.Popen(spec["argv"], cwd=run_dir, env=env, stdin=subprocess.PIPE,
+                            start_new_session=True, close_fds=True)
+    try:  # the out-of-memory killer must never pick this program (started before: not its children)
+        with open("/proc/self/oom_score_adj", "w") as f:
+            f.write("-1000")
+    except OSError:
+        pass
+    try:
+        proc.stdin.write((json.dumps(config) + "\n").encode())
+        proc.stdin.close()
+    except OSError:
+        pass  # it died at once; its exit code says so
+    timed_out = not wait_exit(proc, float(spec["timeout"]) + 1)
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)  # at the deadline, and whatever it left in its group
+    except (ProcessLookupError, PermissionError):
+        pass
+    proc.wait()
+    return proc.returncode, timed_out
+
+
+def _temp_leftovers(uid, remove):
+    """Files of ``uid`` in the shared temporary places (removed first when ``remove``); only
+    world-writable directories are walked into (the uid could write nowhere else)."""
+    action = ["-exec", "rm", "-rf", "--", "{}", "+"] if remove else ["-print"]
+    argv = ["find", *SHARED_TEMP, "-xdev", "-mindepth", "1", "(", "-user", str(uid), "-prune",
+            *action, ")", "-o", "(", "-type", "d", "!", "-perm", "-0002", "-prune", ")"]
+    done = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, check=False)
+    return done.stdout.strip()
+
+
+def clean_up(spec, run_dir, holder, held, group):
+    """Kill what the run started and remove what it left; True when both are proven."""
+    uid = spec["uid"]
+    if uid is None:
+        clean = False  # nothing to tell the run's processes from the sandbox's own
+    elif group is not None:
+        clean = group.kill_all() and group.remove()
+    else:
+        clean = os.path.isfile(os.path.join(run_dir, CLEAN_MARKER)) or any(
+            kill_uid(uid) for _ in range(20))
+    if uid is not None and not held["work_area"]:
+        clean = not _temp_leftovers(uid, remove=True) and not _temp_leftovers(uid, False) \
+            and clean
+    if held["work_area"]:
+        for point in (*SHARED_TEMP, holder):
+            _LIBC.umount2(point.encode(), MNT_DETACH)
+    subprocess.run(["rm", "-rf", "--one-file-system", "--", run_dir, holder], check=False)
+    return clean and not os.path.lexists(run_dir) and not os.path.lexists(holder)
+
+
+def main():
+    run_dir = os.path.abspath(sys.argv[1])
+    holder, work = run_dir + "-s", os.path.join(run_dir + "-s", "work")
+    spec_path = os.path.join(run_dir, SPEC_FILE)
+    with open(spec_path, encoding="utf-8") as f:
+        spec = json.load(f)
+    os.unlink(spec_path)
+    os.chmod(run_dir, 0o700)
+    os.mkdir(holder, 0o711)
+    if spec["uid"] is not None:  # the solution's uid must be able to walk down to its directory
+        parent = os.path.dirname(run_dir)
+        for path in (parent, os.path.dirname(parent)):
+            os.chmod(path, 0o711)
+    report = {"clean": False, "timed_out": False, "exit_code": None}
+    held, group = dict.fromkeys(CONFINEMENTS, False), None
+    try:
+        held, missing, group = confine(spec, run_dir, holder, work)
+        report.update(held=held, missing=missing)
+        code, report["timed_out"] = run_runner(spec, run_dir, group and group.procs_files())
+        report["exit_code"] = code
+    except OSError as exc:
+        report["error"] = f"cannot confine the run: {exc}"
+    report["clean"] = clean_up(spec, run_dir, holder, held, group)
+    sys.stderr.write(REPORT + json.dumps(report) + "\n")
+    sys.stderr.flush()
+    code = report["exit_code"]
+    os._exit(97 if code is None else KILLED_AT_DEADLINE if report["timed_out"]
+             else code if code >= 0 else 128 - code)
+
+
+if __name__ == "__main__":
+    main()

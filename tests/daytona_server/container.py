@@ -1,0 +1,192 @@
+"""A sandbox of the local Daytona server as a container, as far as this machine allows.
+
+As in Daytona's cloud, where each sandbox is a container with its own limits: the sandbox gets
+its own PID, mount, IPC and UTS namespaces (and a network one of its own with
+``network_block_all``), its declared memory as a memory cgroup (pids capped too), and its
+declared disk as one tmpfs holding everything it can write (its home ``/root``, ``/tmp``,
+``/var/tmp``, ``/dev/shm``; tmpfs pages count against the sandbox's memory as well). An init
+(PID 1 of the sandbox) reaps orphans; commands enter its namespaces and cgroups (``argv``);
+killing the init ends everything in the sandbox. The server reaches the sandbox's files
+through ``/proc/<init>/root``.
+
+``privileged=False`` makes it a default Docker container instead of a privileged one: no
+CAP_SYS_ADMIN for its commands and cgroupfs read-only, so nothing inside can mount, make
+namespaces or cgroups (what the provider must then report as missing).
+
+This is fidelity for the tests, never what makes an attack fail: the provider's own per-run
+bounds (``deepgym_ray/sandboxes/daytona/in_sandbox.py``) sit well inside these.
+
+Example:
+    box = Container("ab12", memory_gib=1, disk_gib=3, network=False).start()
+    subprocess.run(box.argv("id -u", "/root"))
+    box.stop()
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+HOME = "/root"
+PIDS_MAX = 1024
+_CGROUPS = Path("/sys/fs/cgroup")
+
+# PID 1 of the sandbox: mount its disk, hand out its writable places, report, reap orphans.
+_INIT = r'''
+import ctypes, os, signal, sys
+libc = ctypes.CDLL(None, use_errno=True)
+disk, size, home, privileged = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4] == "1"
+def mount(src, dst, fstype, flags, data=None):
+    if libc.mount(src and src.encode(), dst.encode(), fstype and fstype.encode(), flags,
+                  data and data.encode()) != 0:
+        raise OSError(ctypes.get_errno(), "mount " + dst)
+try:
+    mount("sandbox-disk", disk, "tmpfs", 6, "size=" + size + ",mode=0755")
+    places = {"home": (home, 0o700), "vartmp": ("/var/tmp", 0o1777),
+              "shm": ("/dev/shm", 0o1777), "tmp": ("/tmp", 0o1777)}
+    for name, (target, mode) in places.items():  # /tmp last: it may hide the disk's path
+        os.mkdir(os.path.join(disk, name))
+        os.chmod(os.path.join(disk, name), mode)
+        if os.path.isdir(target):
+            mount(os.path.join(disk, name), target, None, 4096)
+    if not privileged:  # as a default Docker container: cgroupfs read-only
+        for line in open("/proc/self/mountinfo").read().splitlines():
+            point = line.split()[4]
+            if point == "/sys/fs/cgroup" or point.startswith("/sys/fs/cgroup/"):
+                mount(None, point, None, 32 | 4096 | 1)  # MS_REMOUNT | MS_BIND | MS_RDONLY
+except OSError as exc:
+    print("error", exc, flush=True)
+    sys.exit(1)
+signal.pthread_sigmask(signal.SIG_BLOCK, [signal.SIGCHLD])
+print("ready", flush=True)
+os.close(1)
+while True:
+    try:
+        while os.waitpid(-1, os.WNOHANG)[0] > 0:
+            pass
+    except ChildProcessError:
+        pass
+    signal.sigtimedwait([signal.SIGCHLD], 5)
+'''
+
+# What a default Docker container's root lacks (the rest of its capabilities are kept).
+_DROPPED = "-sys_admin,-net_admin,-sys_ptrace,-sys_module,-sys_rawio,-sys_boot"
+
+
+def available() -> str | None:
+    """Why sandboxes cannot be containers here, or None when they can."""
+    if os.geteuid() != 0:
+        return "not root"
+    missing = [t for t in ("unshare", "nsenter", "setpriv") if shutil.which(t) is None]
+    if missing:
+        return f"no {', '.join(missing)}"
+    if not (_CGROUPS / "memory" / "cgroup.procs").is_file():
+        return "no cgroup v1 memory controller"
+    return None
+
+
+def _own_group(controller: str) -> Path:
+    for line in Path("/proc/self/cgroup").read_text().splitlines():
+        _, names, path = line.split(":", 2)
+        if controller in names.split(","):
+            return _CGROUPS / controller / path.lstrip("/")
+    raise OSError(f"not in a {controller} cgroup")
+
+
+class Container:
+    """One sandbox's namespaces, cgroups and init (see the module docstring)."""
+
+    def __init__(self, sid: str, *, memory_gib: float, disk_gib: float, network: bool,
+                 privileged: bool = True, disk_dir: Path | None = None) -> None:
+        self.sid, self.network, self.privileged = sid, network, privileged
+        self.memory = int(memory_gib * (1 << 30))
+        self.disk = int(disk_gib * (1 << 30))
+        self.disk_dir = disk_dir
+        self.groups = {c: _own_group(c) / f"daytona-test-{sid}" for c in ("memory", "pids")}
+        self.init: subprocess.Popen | None = None
+        self.pid = 0  # the sandbox's init (PID 1 inside), as this machine sees it
+
+    def start(self) -> Container:
+        for controller, group in self.groups.items():
+            group.mkdir()
+            if controller == "memory":
+                (group / "memory.limit_in_bytes").write_text(str(self.memory))
+                if (group / "memory.memsw.limit_in_bytes").exists():
+                    (group / "memory.memsw.limit_in_bytes").write_text(str(self.memory))
+            else:
+                (group / "pids.max").write_text(str(PIDS_MAX))
+        self.disk_dir.mkdir(mode=0o700, exist_ok=True)
+        spaces = ["--pid", "--fork", "--mount-proc", "--ipc", "--uts"]
+        if not self.network:
+            spaces.append("--net")
+        argv = ["unshare", *spaces, sys.executable, "-I", "-S", "-c", _INIT, str(self.disk_dir),
+                str(self.disk), HOME, "1" if self.privileged else "0"]
+        self.init = subprocess.Popen(self._joined(argv), stdin=subprocess.DEVNULL,
+                                     stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                                     start_new_session=True)
+        line = self.init.stdout.readline().decode(errors="replace").strip()
+        self.init.stdout.close()
+        children = Path(f"/proc/{self.init.pid}/task/{self.init.pid}/children")
+        try:
+            self.pid = int(children.read_text().split()[0])  # unshare forked the init
+        except (OSError, IndexError, ValueError):
+            line = line if line != "ready" else "its pid is not known"
+        if line != "ready":
+            self.stop()
+            raise OSError(f"the sandbox's init did not start: {line or 'no answer'}")
+        return self
+
+    def _joined(self, argv: list[str]) -> list[str]:
+        """``argv`` started inside the sandbox's cgroups (joined before it is executed)."""
+        files = [str(group / "cgroup.procs") for group in self.groups.values()]
+        script = 'a=$1; b=$2; shift 2; echo $$ > "$a" && echo $$ > "$b" && exec "$@"'
+        return ["sh", "-c", script, "sh", *files, *argv]
+
+    def argv(self, command: str, cwd: str) -> list[str]:
+        """What runs ``command`` with bash in ``cwd`` inside the sandbox."""
+        spaces = ["-m", "-p", "-i", "-u"] + ([] if self.network else ["-n"])
+        inner = ["bash", "-c", command]
+        if not self.privileged:
+            inner = ["setpriv", f"--bounding-set={_DROPPED}", "--", *inner]
+        return self._joined(["nsenter", "-t", str(self.pid), *spaces, f"--wd={cwd}", "--",
+                             *inner])
+
+    def path(self, inside: str) -> Path:
+        """A path of the sandbox, as this machine reaches it."""
+        return Path(f"/proc/{self.pid}/root{inside}")
+
+    def stop(self) -> None:
+        """Kill everything in the sandbox (its init first: the kernel takes the rest) and
+        remove its cgroups once they are empty."""
+        if self.init is not None:
+            if self.pid:
+                try:
+                    os.kill(self.pid, signal.SIGKILL)
+                except OSError:
+                    pass
+            try:
+                os.killpg(self.init.pid, signal.SIGKILL)
+            except OSError:
+                pass
+            self.init.wait()
+        deadline = time.monotonic() + 10
+        for group in self.groups.values():
+            while group.exists():
+                for pid in (group / "cgroup.procs").read_text().split():
+                    try:
+                        os.kill(int(pid), signal.SIGKILL)
+                    except OSError:
+                        pass
+                try:
+                    group.rmdir()
+                except OSError:
+                    if time.monotonic() > deadline:
+                        break
+                    time.sleep(0.01)
+        if self.disk_dir is not None:
+            shutil.rmtree(self.disk_dir, ignore_errors=True)
