@@ -4,10 +4,10 @@ As in Daytona's cloud, where each sandbox is a container with its own limits: th
 its own PID, mount, IPC and UTS namespaces (and a network one of its own with
 ``network_block_all``), its declared memory as a memory cgroup (pids capped too), and its
 declared disk as one tmpfs holding everything it can write (its home ``/root``, ``/tmp``,
-``/var/tmp``, ``/dev/shm``; tmpfs pages count against the sandbox's memory as well). An init
-(PID 1 of the sandbox) reaps orphans; commands enter its namespaces and cgroups (``argv``);
-killing the init ends everything in the sandbox. The server reaches the sandbox's files
-through ``/proc/<init>/root``.
+``/var/tmp``, ``/dev/shm``; at most half the sandbox's memory, which its pages count
+against). An init (PID 1 of the sandbox) reaps orphans; commands enter its namespaces and
+cgroups (``argv``); killing the init ends everything in the sandbox. The server reaches the
+sandbox's files through ``/proc/<init>/root``.
 
 ``privileged=False`` makes it a default Docker container instead of a privileged one: no
 CAP_SYS_ADMIN for its commands and cgroupfs read-only, so nothing inside can mount, make
@@ -38,7 +38,7 @@ _CGROUPS = Path("/sys/fs/cgroup")
 
 # PID 1 of the sandbox: mount its disk, hand out its writable places, report, reap orphans.
 _INIT = r'''
-import ctypes, os, signal, sys
+import ctypes, fcntl, os, signal, socket, struct, sys  # all now: /root is about to be covered
 libc = ctypes.CDLL(None, use_errno=True)
 disk, size, home, privileged = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4] == "1"
 def mount(src, dst, fstype, flags, data=None):
@@ -54,6 +54,8 @@ try:
         os.chmod(os.path.join(disk, name), mode)
         if os.path.isdir(target):
             mount(os.path.join(disk, name), target, None, 4096)
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:  # its loopback is up
+        fcntl.ioctl(s, 0x8914, struct.pack("16sH22x", b"lo", 0x1 | 0x8 | 0x40))
     if not privileged:  # as a default Docker container: cgroupfs read-only
         for line in open("/proc/self/mountinfo").read().splitlines():
             point = line.split()[4]
@@ -105,7 +107,9 @@ class Container:
                  privileged: bool = True, disk_dir: Path | None = None) -> None:
         self.sid, self.network, self.privileged = sid, network, privileged
         self.memory = int(memory_gib * (1 << 30))
-        self.disk = int(disk_gib * (1 << 30))
+        # The disk is RAM here, and its pages count against the sandbox's memory: at most half
+        # of it, so a full disk says ENOSPC, as a real one does, instead of running out of memory.
+        self.disk = min(int(disk_gib * (1 << 30)), self.memory // 2)
         self.disk_dir = disk_dir
         self.groups = {c: _own_group(c) / f"daytona-test-{sid}" for c in ("memory", "pids")}
         self.init: subprocess.Popen | None = None

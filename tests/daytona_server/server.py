@@ -45,6 +45,7 @@ from daytona_toolbox_api_client import (
 )
 
 from . import container
+from .daemon import InnerDaemon
 from .faults import Faults
 
 _ROUTES = [
@@ -92,6 +93,7 @@ class _Box:
                 network=not request.network_block_all, privileged=privileged,
                 disk_dir=root / f"{sid}.disk").start()
         self.home = container.HOME if contain else str(self.host_dir)
+        self.daemon: InnerDaemon | None = None  # the toolbox on the sandbox's own loopback
         self.state = SandboxState.STARTED
         self.auto_stop = request.auto_stop_interval
         self.auto_delete = request.auto_delete_interval
@@ -109,6 +111,9 @@ class _Box:
         return self.container.path(str(full)) if self.container else Path(full)
 
     def kill_all(self) -> None:
+        if self.daemon is not None:
+            self.daemon.close()
+            self.daemon = None
         if self.container is not None:
             self.container.stop()
         for proc in list(self.procs):
@@ -212,9 +217,17 @@ class DaytonaTestServer:
             box = _Box(sid, request, self.root, self.contain, self.privileged)
         except OSError as exc:
             raise HttpError(500, f"cannot start the sandbox: {exc}") from exc
+        self._start_daemon(box)
         with self.lock:
             self.boxes[sid] = box
         return self.dto(box).to_dict()
+
+    def _start_daemon(self, box: _Box) -> None:
+        """Serve the toolbox inside a contained sandbox with a network of its own, as Daytona's
+        daemon does (no key asked; see ``daemon``)."""
+        if box.container is not None and box.request.network_block_all:
+            handler = type("InnerHandler", (_Handler,), {"server_ref": self, "inner": box.id})
+            box.daemon = InnerDaemon(handler, box.container.pid)
 
     def run(self, box: _Box, command: str, cwd: str | None, env: dict | None,
             timeout: float | None, vanish: bool = False) -> tuple[int | None, bytes, bytes]:
@@ -312,6 +325,7 @@ class DaytonaTestServer:
                 box.kill_all()
             elif box.container is not None and box.state != SandboxState.STARTED:
                 box.container.start()  # a fresh container: its files did not survive the stop
+                self._start_daemon(box)
             box.state = SandboxState.STARTED if call == "start" else SandboxState.STOPPED
             return 200, self.dto(box).to_dict()
         if call in ("autostop", "autodelete"):
@@ -359,12 +373,15 @@ class DaytonaTestServer:
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     server_ref: DaytonaTestServer
+    inner: str | None = None  # the daemon inside this sandbox: toolbox routes, no key, no faults
 
     def log_message(self, format: str, *args: object) -> None:  # noqa: A002 - stdlib's name
         pass
 
     def _route(self) -> tuple[str, dict] | None:
         path = self.path.split("?", 1)[0]
+        if self.inner is not None:
+            path = f"/toolbox/{self.inner}{path}"
         for method, pattern, name in _COMPILED:
             match = pattern.match(path)
             if method == self.command and match:
@@ -385,6 +402,8 @@ class _Handler(BaseHTTPRequestHandler):
         if route is None:
             return self._reply(404, {"statusCode": 404, "message": f"no route {self.path}"})
         call, params = route
+        if self.inner is not None:
+            return self._handle(server, call, params, body)
         with server.lock:
             server.calls[call] = server.calls.get(call, 0) + 1
         delay = server.faults.delay_for(call)
@@ -406,6 +425,9 @@ class _Handler(BaseHTTPRequestHandler):
             return None
         if rule is not None and rule.action == "vanish":
             params["vanish"] = True
+        return self._handle(server, call, params, body)
+
+    def _handle(self, server: DaytonaTestServer, call: str, params: dict, body: bytes) -> None:
         try:
             status, payload = server.handle(call, params, body,
                                             self.headers.get("Content-Type", ""))
