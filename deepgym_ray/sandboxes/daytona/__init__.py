@@ -1,18 +1,43 @@
 """The Daytona provider: judge runs in managed cloud sandboxes through the ``daytona`` SDK.
 
 Configured by explicit options or ``DAYTONA_API_KEY``, ``DAYTONA_API_URL`` and
-``DAYTONA_TARGET``. Each environment gets sandboxes from its own snapshot or image
-(``Environment.image``, else the provider's ``image`` or ``snapshot``) with the provider's
-resources, all network blocked, and auto-stop and auto-delete set, so a crashed actor never
-leaks a paid sandbox for long. A provider keeps the sandboxes it made and hands each run one
-that no other run is using: a fresh work directory per run, the solution under a fresh uid,
-and the run's processes proven gone before the sandbox is used again (a sandbox whose cleanup
-is not proven, whose user is not root, or that failed is deleted instead). Sandboxes are
-recreated when they die, expire or are evicted, and deleted on ``close``.
+``DAYTONA_TARGET`` (see ``options``). Each environment gets sandboxes from its own snapshot or
+image (``Environment.image``, else the provider's ``image`` or ``snapshot``) with the
+provider's resources, all network blocked, and auto-stop and auto-delete set, so a crashed
+actor never leaks a paid sandbox for long. A provider keeps the sandboxes it made and hands
+each run one that no other run is using: a fresh work directory per run, the solution under a
+fresh uid, and the run's processes proven gone before the sandbox is used again (a sandbox
+whose cleanup is not proven, whose user is not root, or that failed is deleted instead).
+Sandboxes are recreated when they die, expire or are evicted, and deleted on ``close``.
 
-A run costs two calls: one bulk upload (judge, verifier, solution, the runner's config) and one
-session command, whose stdout and stderr come back apart (``process.exec`` would mix them).
-Every call is bounded by our own deadline (see ``calls``), and every failure is a typed
+A run's bounds. A sandbox serves one run at a time, so in the cloud its own cpu, memory and disk
+bound that run already; but they are shared with the judge (an answer that exhausts them takes
+the runner down with it: no verdict instead of its 0), what a run leaves (a full disk, files in
+/tmp) would meet the next run, and the sandbox's toolbox daemon listens on its loopback, running
+commands for whoever connects. So the run is confined inside the sandbox, below those limits,
+by the program that runs it there (``in_sandbox``, as root), with the judge's own mechanisms:
+its own mount, IPC and network namespaces (the daemon out of reach); one tmpfs of ``disk_mb`` /
+``max_files`` for everything the solution can write (its directory and the run's private /tmp,
+/var/tmp and /dev/shm), gone with the run; and the local provider's per-run cgroups (memory,
+``solution_memory_mb`` but at most the sandbox's memory less ``JUDGE_HEADROOM_MB``; tasks,
+``max_processes``; a freezer that proves every process gone), which the runner puts each
+solution process in before its code runs (``launch["cgroups"]``), as it does locally; each
+solution process also gets the runner's rlimits. The sandbox's first run finds out what it
+allows (a default, unprivileged container allows none of it) and later runs in it must have the
+same; what is missing is logged once, by name, as the local provider does for weaker
+isolation. Trusting the sandbox's limits alone was rejected: they protect neither the verdict
+nor the next run. (The test server's sandboxes enforce limits of their own too, for fidelity;
+the provider's are smaller, and they are what the battery's attacks run into.)
+
+Secrets: the environment's variables and the runner's token travel in a root-only file that
+the in-sandbox program reads and removes; the session command, which every process can read in
+/proc, names only that program and the run's directory. The solution still shares the
+sandbox's PID namespace with the runner and the verifier: it sees their command lines and
+status (nothing secret), never their environment, memory, files or descriptors (another uid).
+
+A run costs two calls: one bulk upload (the run's files and spec; the judge once per sandbox)
+and one session command, whose stdout and stderr come back apart (``process.exec`` would mix
+them). Every call is bounded by our own deadline (see ``calls``), and every failure is a typed
 :class:`~deepgym_ray.exceptions.SandboxError`: no verdict, retried elsewhere by the pool.
 
 Example:
@@ -24,7 +49,6 @@ Example:
 from __future__ import annotations
 
 import logging
-import os
 import secrets
 import threading
 import time
@@ -32,14 +56,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
-
 from deepgym_ray.exceptions import ProviderHTTPError, SandboxError
 from deepgym_ray.judge import JUDGE_FILES, RUNNER
 from deepgym_ray.models import Environment
 from deepgym_ray.sandboxes.base import CommandResult, Sandbox, SandboxProvider, sandbox_path
 from deepgym_ray.sandboxes.daytona import command as cmd
 from deepgym_ray.sandboxes.daytona.calls import bounded
+from deepgym_ray.sandboxes.daytona.options import DaytonaOptions, load_sdk, new_client
 
 __all__ = ["DaytonaOptions", "DaytonaProvider"]
 
@@ -50,54 +73,6 @@ MB = 1 << 20
 # program); the rest bounds all of a run's solution processes together.
 JUDGE_HEADROOM_MB = 256
 _WARNED: set[str] = set()
-_INSTALL_HINT = "pip install 'deepgym_ray[daytona]'"
-
-
-class DaytonaOptions(BaseModel):
-    """The provider's settings; unset connection fields come from the DAYTONA_* variables."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    api_key: str | None = None
-    api_url: str | None = None
-    target: str | None = None
-    snapshot: str | None = None
-    image: str | None = None
-    cpu: int | None = Field(default=None, ge=1)
-    memory: int | None = Field(default=None, ge=1, description="GiB")
-    disk: int | None = Field(default=None, ge=1, description="GiB")
-    auto_stop_minutes: int = Field(default=15, ge=1)
-    auto_delete_minutes: int = Field(default=30, ge=0)
-    call_timeout: float = Field(default=60.0, gt=0)
-    create_timeout: float = Field(default=180.0, gt=0)
-    reuse: bool = True
-    solution_memory_mb: int = Field(default=1024, ge=64, description="per solution process, "
-                                    "and for all of a run's (at most the sandbox's memory "
-                                    "less the judge's share)")
-    max_processes: int = Field(default=64, ge=4)
-    disk_mb: int = Field(default=256, ge=16, description="a run's tmpfs work area: space")
-    max_files: int = Field(default=20000, ge=100, description="a run's tmpfs work area: inodes")
-
-    def resolved(self) -> DaytonaOptions:
-        env = os.environ
-        return self.model_copy(update={
-            "api_key": self.api_key or env.get("DAYTONA_API_KEY") or None,
-            "api_url": self.api_url or env.get("DAYTONA_API_URL") or None,
-            "target": self.target or env.get("DAYTONA_TARGET") or None,
-        })
-
-
-def _sdk() -> Any:
-    try:
-        import daytona
-
-        # The SDK loads its client lazily (about a second, more on a busy machine): load it
-        # here, outside any call's deadline.
-        _ = (daytona.Daytona, daytona.DaytonaConfig, daytona.FileUpload)
-    except ImportError as exc:
-        raise SandboxError(f"the Daytona provider needs the 'daytona' SDK ({_INSTALL_HINT}): "
-                           f"{exc}") from None
-    return daytona
 
 
 @dataclass
@@ -155,13 +130,13 @@ class DaytonaProvider(SandboxProvider):
     def preflight(cls, **options: Any) -> None:
         """Raise SandboxError with one clear line when the SDK is missing, no key is set, or
         the server refuses the key; return quietly when Daytona answers."""
-        sdk = _sdk()
+        sdk = load_sdk()
         opts = DaytonaOptions(**options).resolved()
         if not opts.api_key:
             raise SandboxError("Daytona needs an API key: set DAYTONA_API_KEY or pass api_key")
         where = opts.api_url or "the default Daytona API"
         try:
-            client = bounded(_new_client, sdk, opts, deadline=opts.call_timeout,
+            client = bounded(new_client, sdk, opts, deadline=opts.call_timeout,
                              what="connect to Daytona")
             query = sdk.ListSandboxesQuery(limit=1)
             bounded(lambda: next(iter(client.list(query, request_timeout=opts.call_timeout)),
@@ -182,7 +157,7 @@ class DaytonaProvider(SandboxProvider):
                 if self._client is None:
                     if not self.options.api_key:
                         raise SandboxError("Daytona needs an API key: set DAYTONA_API_KEY")
-                    self._client = bounded(_new_client, _sdk(), self.options,
+                    self._client = bounded(new_client, load_sdk(), self.options,
                                            deadline=self.options.call_timeout,
                                            what="connect to Daytona")
         return self._client
@@ -215,7 +190,7 @@ class DaytonaProvider(SandboxProvider):
         return remote or self._create_remote(key)
 
     def _create_remote(self, key: tuple) -> _Remote:
-        sdk, o = _sdk(), self.options
+        sdk, o = load_sdk(), self.options
         image, snapshot, cpu, memory, disk = key
         common = dict(language="python", network_block_all=True, labels={"deepgym": "judge"},
                       auto_stop_interval=o.auto_stop_minutes,
@@ -298,7 +273,7 @@ class DaytonaProvider(SandboxProvider):
             stdin: bytes | None = None, env: Mapping[str, str] | None = None) -> CommandResult:
         run: _Run = sandbox.handle
         remote, o = run.remote, self.options
-        sdk = _sdk()
+        sdk = load_sdk()
         argv = list(command)
         if argv[-1:] == [RUNNER]:
             argv[-1] = f"{remote.judge_dir}/{RUNNER}"
@@ -392,9 +367,3 @@ class DaytonaProvider(SandboxProvider):
         """The ids of the sandboxes this provider holds (idle or in use)."""
         with self._lock:
             return sorted(self._remotes)
-
-
-def _new_client(sdk: Any, options: DaytonaOptions) -> Any:
-    config = sdk.DaytonaConfig(api_key=options.api_key, api_url=options.api_url,
-                               target=options.target)
-    return sdk.Daytona(config)

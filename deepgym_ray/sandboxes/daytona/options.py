@@ -1,0 +1,70 @@
+"""The Daytona provider's settings, and the SDK and its client, loaded on first use.
+
+Example:
+    >>> DaytonaOptions(api_key="k", disk_mb=64).disk_mb
+    64
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from deepgym_ray.exceptions import SandboxError
+
+_INSTALL_HINT = "pip install 'deepgym_ray[daytona]'"
+
+
+class DaytonaOptions(BaseModel):
+    """The provider's settings; unset connection fields come from the DAYTONA_* variables."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    api_key: str | None = None
+    api_url: str | None = None
+    target: str | None = None
+    snapshot: str | None = None
+    image: str | None = None
+    cpu: int | None = Field(default=None, ge=1)
+    memory: int | None = Field(default=None, ge=1, description="GiB")
+    disk: int | None = Field(default=None, ge=1, description="GiB")
+    auto_stop_minutes: int = Field(default=15, ge=1)
+    auto_delete_minutes: int = Field(default=30, ge=0)
+    call_timeout: float = Field(default=60.0, gt=0)
+    create_timeout: float = Field(default=180.0, gt=0)
+    reuse: bool = True
+    solution_memory_mb: int = Field(default=1024, ge=64, description="per solution process, "
+                                    "and for all of a run's (at most the sandbox's memory "
+                                    "less the judge's share)")
+    max_processes: int = Field(default=64, ge=4)
+    disk_mb: int = Field(default=256, ge=16, description="a run's tmpfs work area: space")
+    max_files: int = Field(default=20000, ge=100, description="a run's tmpfs work area: inodes")
+
+    def resolved(self) -> DaytonaOptions:
+        env = os.environ
+        return self.model_copy(update={
+            "api_key": self.api_key or env.get("DAYTONA_API_KEY") or None,
+            "api_url": self.api_url or env.get("DAYTONA_API_URL") or None,
+            "target": self.target or env.get("DAYTONA_TARGET") or None,
+        })
+
+
+def load_sdk() -> Any:
+    try:
+        import daytona
+
+        # The SDK loads its client lazily (about a second, more on a busy machine): load it
+        # here, outside any call's deadline.
+        _ = (daytona.Daytona, daytona.DaytonaConfig, daytona.FileUpload)
+    except ImportError as exc:
+        raise SandboxError(f"the Daytona provider needs the 'daytona' SDK ({_INSTALL_HINT}): "
+                           f"{exc}") from None
+    return daytona
+
+
+def new_client(sdk: Any, options: DaytonaOptions) -> Any:
+    config = sdk.DaytonaConfig(api_key=options.api_key, api_url=options.api_url,
+                               target=options.target)
+    return sdk.Daytona(config)
