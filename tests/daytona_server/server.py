@@ -15,9 +15,6 @@ delayed-ACK stall (~40 ms) per call.
 
 from __future__ import annotations
 
-import email.parser
-import email.policy
-import hashlib
 import json
 import os
 import re
@@ -47,6 +44,7 @@ from daytona_toolbox_api_client import (
 from . import container
 from .daemon import InnerDaemon
 from .faults import Faults
+from .replay import Replays, parse_multipart
 
 _ROUTES = [
     ("POST", r"/api/sandbox", "create"),
@@ -67,6 +65,7 @@ _ROUTES = [
     ("POST", r"/toolbox/(?P<sid>[^/]+)/process/session/(?P<ses>[^/]+)/exec", "session_exec"),
 ]
 _COMPILED = [(m, re.compile(p + r"/?$"), name) for m, p, name in _ROUTES]
+_UPLOAD_FIELD = re.compile(r"files\[(\d+)\]\.(path|file)")
 OUTPUT_LIMIT = 32 << 20
 
 
@@ -139,7 +138,7 @@ class DaytonaTestServer:
         # real run's output (re-tagged with this run's token) instead of executed again, so
         # this machine's CPU does not stand in for the cloud's.
         self.replay = replay
-        self._replays: dict[str, tuple[str, int | None, bytes, bytes]] = {}
+        self.replays = Replays()
         self.faults = Faults()
         self.user = user or ("root" if os.geteuid() == 0 else "daytona")
         self.root = Path(tempfile.mkdtemp(prefix="daytona-test-server-"))
@@ -148,9 +147,7 @@ class DaytonaTestServer:
         self.lock = threading.Lock()
         self.calls: dict[str, int] = {}
         handler = type("Handler", (_Handler,), {"server_ref": self})
-        self.httpd = ThreadingHTTPServer((host, port), handler)
-        self.httpd.daemon_threads = True
-        self.httpd.request_queue_size = 1024
+        self.httpd = _HTTPServer((host, port), handler)
         self.host, self.port = self.httpd.server_address[:2]
         self._thread: threading.Thread | None = None
 
@@ -259,54 +256,30 @@ class DaytonaTestServer:
             raise HttpError(404, f"Sandbox with ID or name {box.id} not found")
         return proc.returncode, out[:OUTPUT_LIMIT], err[:OUTPUT_LIMIT]
 
-    @staticmethod
-    def _run_key(uploaded: list[tuple[str, bytes]]) -> tuple[str, str] | None:
-        """(digest of the run's own files, its token) when the upload was a judge run's."""
-        files = sorted((PurePosixPath(p).name, c) for p, c in uploaded if "/judge/" not in p)
-        spec = dict(files).get(".deepgym-run")  # the run's spec: the runner's stdin in it
-        try:
-            token = json.loads(json.loads(spec)["stdin"])["token"] if spec else None
-        except (ValueError, KeyError, TypeError):
-            token = None
-        if not token:
-            return None
-        digest = hashlib.sha256(repr([f for f in files if f[0] != ".deepgym-run"]).encode())
-        return digest.hexdigest(), token
-
-    def _remember(self, uploaded: list, code: int | None, out: bytes, err: bytes) -> None:
-        key = self._run_key(uploaded)
-        if key is not None:
-            with self.lock:
-                self._replays.setdefault(key[0], (key[1], code, out, err))
-
-    def _replayed(self, uploaded: list) -> tuple[int | None, bytes, bytes] | None:
-        key = self._run_key(uploaded)
-        with self.lock:
-            seen = self._replays.get(key[0]) if key is not None else None
-        if seen is None:
-            return None
-        token, code, out, err = seen
-        return code, out.replace(token.encode(), key[1].encode()), err
-
     def upload(self, box: _Box, content_type: str, body: bytes) -> None:
-        message = email.parser.BytesParser(policy=email.policy.HTTP).parsebytes(
-            f"Content-Type: {content_type}\r\n\r\n".encode() + body)
         paths: dict[str, str] = {}
         contents: dict[str, bytes] = {}
-        for part in message.iter_parts():
-            name = part.get_param("name", header="content-disposition")
-            match = re.fullmatch(r"files\[(\d+)\]\.(path|file)", name or "")
+        for name, content in parse_multipart(content_type, body):
+            match = _UPLOAD_FIELD.fullmatch(name)
             if not match:
                 raise HttpError(400, f"unexpected form field {name!r}")
             if match.group(2) == "path":
-                paths[match.group(1)] = part.get_content().strip()
+                paths[match.group(1)] = content.decode().strip()
             else:
-                contents[match.group(1)] = part.get_payload(decode=True) or b""
+                contents[match.group(1)] = content
         for index, path in paths.items():
+            box.path(path)  # inside the sandbox's home, or refused now
+            box.uploaded.append((path, contents.get(index, b"")))
+        if not self.replay:  # (a replayed run's files are never written)
+            self._write(box, box.uploaded)
+            box.uploaded = []
+
+    @staticmethod
+    def _write(box: _Box, files: list[tuple[str, bytes]]) -> None:
+        for path, content in files:
             target = box.path(path)
             target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_bytes(contents.get(index, b""))
-            box.uploaded.append((path, contents.get(index, b"")))
+            target.write_bytes(content)
 
     def handle(self, call: str, params: dict, body: bytes, content_type: str) -> tuple[int, object]:
         if call == "create":
@@ -356,18 +329,28 @@ class DaytonaTestServer:
             return 204, None
         req = SessionExecuteRequest.from_json(body.decode())
         uploaded, box.uploaded = box.uploaded, []
-        replayed = self._replayed(uploaded) if self.replay else None
+        key = self.replays.key(uploaded) if self.replay else None
+        replayed = self.replays.answer(key)
         if replayed is not None:
             code, out, err = replayed
+            self._write(box, [(p, c) for p, c in uploaded if "/judge/" in p])
         else:
+            self._write(box, uploaded)
             code, out, err = self.run(box, req.command, None, None, None,
                                       params.get("vanish", False))
-            if self.replay:
-                self._remember(uploaded, code, out, err)
+            self.replays.remember(key, code, out, err)
         return 200, SessionExecuteResponse(
             cmd_id=uuid.uuid4().hex, output=(out + err).decode("utf-8", "replace"),
             stdout=out.decode("utf-8", "replace"), stderr=err.decode("utf-8", "replace"),
             exit_code=code).to_dict()
+
+
+class _HTTPServer(ThreadingHTTPServer):
+    # A class attribute: the listen backlog is set when the socket is bound, in __init__ (the
+    # default of 5 overflows at once under hundreds of new connections: SYNs dropped, resends
+    # after a second, connections reset).
+    request_queue_size = 4096
+    daemon_threads = True
 
 
 class _Handler(BaseHTTPRequestHandler):

@@ -61,7 +61,7 @@ from deepgym_ray.judge import JUDGE_FILES, RUNNER
 from deepgym_ray.models import Environment
 from deepgym_ray.sandboxes.base import CommandResult, Sandbox, SandboxProvider, sandbox_path
 from deepgym_ray.sandboxes.daytona import command as cmd
-from deepgym_ray.sandboxes.daytona.calls import bounded
+from deepgym_ray.sandboxes.daytona.calls import bounded, translate
 from deepgym_ray.sandboxes.daytona.options import DaytonaOptions, load_sdk, new_client
 
 __all__ = ["DaytonaOptions", "DaytonaProvider"]
@@ -84,6 +84,7 @@ class _Remote:
     home: str
     as_root: bool
     memory_mb: int | None = None  # the sandbox's own memory
+    client_index: int = 0  # which of the provider's SDK clients it was made with
     last_used: float = field(default_factory=time.monotonic)
     runs: int = 0
     judge_digest: str | None = None  # which judge files are in its judge directory
@@ -119,6 +120,9 @@ class DaytonaProvider(SandboxProvider):
     def __init__(self, **options: Any) -> None:
         self.options = DaytonaOptions(**options).resolved()
         self._client: Any = None
+        self._clients: list[Any] = []  # SDK clients for sandboxes, each serving a few
+        self._clients_lock = threading.Lock()
+        self._client_load: list[int] = []  # sandboxes (made or being made) per client
         self._lock = threading.Lock()
         self._idle: dict[tuple, list[_Remote]] = {}
         self._remotes: dict[str, _Remote] = {}
@@ -162,6 +166,27 @@ class DaytonaProvider(SandboxProvider):
                                            what="connect to Daytona")
         return self._client
 
+    def _client_for_new_sandbox(self) -> int:
+        """The index of the SDK client a new sandbox is made with (see ``new_client``)."""
+        with self._clients_lock:  # made here, once per few sandboxes: never seen half-made
+            with self._lock:
+                index = next((i for i, load in enumerate(self._client_load)
+                              if load < self.options.sandboxes_per_client), None)
+                if index is not None:
+                    self._client_load[index] += 1
+                    return index
+            client = self.client() if not self._clients else bounded(
+                new_client, load_sdk(), self.options, deadline=self.options.call_timeout,
+                what="connect to Daytona")
+            with self._lock:
+                self._clients.append(client)
+                self._client_load.append(1)
+                return len(self._clients) - 1
+
+    def _release_client(self, index: int) -> None:
+        with self._lock:
+            self._client_load[index] -= 1
+
     # --- sandboxes -------------------------------------------------------------------------
 
     def _spec(self, env: Environment) -> tuple:
@@ -200,19 +225,24 @@ class DaytonaProvider(SandboxProvider):
             params = sdk.CreateSandboxFromImageParams(image=image, resources=resources, **common)
         else:
             params = sdk.CreateSandboxFromSnapshotParams(snapshot=snapshot, **common)
-        client = self.client()
-        box = bounded(client.create, params, timeout=o.create_timeout,
-                      deadline=o.create_timeout + 5, what="create a sandbox")
+        index = self._client_for_new_sandbox()
+        try:
+            box = bounded(self._clients[index].create, params, timeout=o.create_timeout,
+                          deadline=o.create_timeout + 5, what="create a sandbox")
+        except SandboxError:
+            self._release_client(index)
+            raise
         try:
             home = bounded(box.get_user_home_dir, deadline=o.call_timeout,
                            what="find the sandbox's home", sandbox_id=box.id)
             bounded(box.process.create_session, SESSION, request_timeout=o.call_timeout,
                     deadline=o.call_timeout, what="open a session", sandbox_id=box.id)
         except SandboxError:
+            self._release_client(index)
             self._delete(box)
             raise
         memory = getattr(box, "memory", None)
-        remote = _Remote(sdk=box, key=key, home=str(home).rstrip("/"),
+        remote = _Remote(sdk=box, key=key, home=str(home).rstrip("/"), client_index=index,
                          as_root=getattr(box, "user", None) == "root",
                          memory_mb=int(memory * 1024) if isinstance(memory, (int, float))
                          and memory > 0 else None)
@@ -234,7 +264,8 @@ class DaytonaProvider(SandboxProvider):
     def _discard(self, remote: _Remote, why: str) -> None:
         logger.debug("deleting Daytona sandbox %s: %s", remote.id, why)
         with self._lock:
-            self._remotes.pop(remote.id, None)
+            if self._remotes.pop(remote.id, None) is not None:
+                self._client_load[remote.client_index] -= 1
         threading.Thread(target=self._delete, args=(remote.sdk,), daemon=True).start()
 
     # --- the provider protocol -------------------------------------------------------------
@@ -277,32 +308,28 @@ class DaytonaProvider(SandboxProvider):
         argv = list(command)
         if argv[-1:] == [RUNNER]:
             argv[-1] = f"{remote.judge_dir}/{RUNNER}"
-        files = {n: data for n, data in run.files.items() if n not in JUDGE_FILES}
-        # The environment's variables (its secrets) travel in the root-only spec, never on a
-        # command line.
-        files[cmd.SPEC_FILE] = cmd.run_spec(
+        # The run's files and the environment's variables (its secrets) travel in one
+        # root-only spec file, never on a command line.
+        spec = cmd.run_spec(
+            files={n: data for n, data in run.files.items() if n not in JUDGE_FILES},
             argv=argv, stdin=stdin, env=env or {}, timeout=timeout, uid=run.uid,
             disk_mb=o.disk_mb, max_files=o.max_files, memory_mb=self.run_memory_mb(remote),
             pids=o.max_processes)
-        uploads = [sdk.FileUpload(source=data, destination=f"{run.dir}/{name}")
-                   for name, data in files.items()]
+        uploads = [sdk.FileUpload(source=spec, destination=f"{run.dir}/{cmd.SPEC_FILE}")]
         digest = cmd.judge_digest()
         if digest != remote.judge_digest:  # the judge goes once per sandbox
             uploads += [sdk.FileUpload(source=data, destination=f"{remote.judge_dir}/{name}")
                         for name, data in cmd.judge_files()]
+        request = sdk.SessionExecuteRequest(command=cmd.session_command(remote.judge_dir,
+                                                                        run.dir))
         started = time.monotonic()
         try:
-            bounded(remote.sdk.fs.upload_files, uploads, timeout=int(o.call_timeout),
-                    deadline=o.call_timeout, what="upload the run's files", sandbox_id=remote.id)
-            remote.judge_digest = digest
-            request = sdk.SessionExecuteRequest(
-                command=cmd.session_command(remote.judge_dir, run.dir))
-            # The command is bounded inside the sandbox; the call gets the run's time plus a
-            # margin for the provider to answer, and then it is the provider that hangs.
-            response = bounded(remote.sdk.process.execute_session_command, SESSION, request,
-                               timeout=int(timeout + o.call_timeout),
-                               deadline=timeout + o.call_timeout, what="run the judge",
-                               sandbox_id=remote.id)
+            # Both calls on one of our threads (one hand-off per run), each bounded by the
+            # SDK's socket timeouts, and the pair by our own deadline: the run's time plus a
+            # margin per call for the provider to answer, and then it is the provider that hangs.
+            response = bounded(self._upload_and_run, remote, uploads, digest, request, timeout,
+                               deadline=timeout + 2 * o.call_timeout,
+                               what="upload and run the judge", sandbox_id=remote.id)
         except SandboxError:
             run.reusable = False
             raise
@@ -323,6 +350,20 @@ class DaytonaProvider(SandboxProvider):
                              stdout=(response.stdout or "").encode("utf-8", "surrogateescape"),
                              stderr=cmd.strip_report(stderr), timed_out=timed_out,
                              duration=duration)
+
+    def _upload_and_run(self, remote: _Remote, uploads: list, digest: str, request: Any,
+                        timeout: float) -> Any:
+        o = self.options
+        try:
+            remote.sdk.fs.upload_files(uploads, timeout=int(o.call_timeout))
+        except BaseException as exc:  # noqa: B036 - typed here, so the step is named
+            raise translate(exc, "upload the run's files", remote.id) from exc
+        remote.judge_digest = digest
+        try:
+            return remote.sdk.process.execute_session_command(
+                SESSION, request, timeout=int(timeout + o.call_timeout))
+        except BaseException as exc:  # noqa: B036
+            raise translate(exc, "run the judge", remote.id) from exc
 
     def _note_confinement(self, remote: _Remote, report: Mapping[str, Any]) -> None:
         """Say once (per provider process and message) what confinement a sandbox lacks."""

@@ -1,8 +1,9 @@
 """The host's side of a judge run in a reused Daytona sandbox: its files, its command, its report.
 
-A run is one upload and one session command. The upload carries the run's files and its spec
-(``SPEC_FILE``: the runner's argv, stdin and environment, the deadline, the solution's uid and
-its bounds), and, once per sandbox, the judge's files with the in-sandbox program
+A run is one upload and one session command. The upload is one file, the run's spec
+(``SPEC_FILE``: its files, the runner's argv, stdin and environment, the deadline, the
+solution's uid and its bounds; one file costs the SDK's multipart encoding and the daemon far
+less than one per file), and, once per sandbox, the judge's files with the in-sandbox program
 (``in_sandbox``, as ``RUN_PROGRAM``) and the cgroups module it uses. The command names only
 that program and the run's directory: what every process in the sandbox can read in
 /proc/PID/cmdline carries no secret. The program reports on its last stderr line (see
@@ -58,11 +59,13 @@ def solution_dir(run_dir: str) -> str:
     return f"{run_dir}-s/work"
 
 
-def run_spec(*, argv: Sequence[str], stdin: bytes | None, env: Mapping[str, str],
-             timeout: float, uid: int | None, disk_mb: int, max_files: int, memory_mb: int,
-             pids: int) -> bytes:
-    """The run's spec file (read and removed by the in-sandbox program before the run)."""
+def run_spec(*, files: Mapping[str, bytes], argv: Sequence[str], stdin: bytes | None,
+             env: Mapping[str, str], timeout: float, uid: int | None, disk_mb: int,
+             max_files: int, memory_mb: int, pids: int) -> bytes:
+    """The run's spec file (read and removed by the in-sandbox program before the run, which
+    writes ``files``, relative paths to bytes, into the run's directory first)."""
     return json.dumps({
+        "files": {name: bytes(data).decode("latin-1") for name, data in files.items()},
         "argv": list(argv), "stdin": (stdin or b"").decode("utf-8", "surrogateescape"),
         "env": dict(env), "timeout": float(timeout), "uid": uid, "disk_mb": int(disk_mb),
         "max_files": int(max_files), "memory_mb": int(memory_mb), "pids": int(pids),

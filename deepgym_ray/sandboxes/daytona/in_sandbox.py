@@ -4,9 +4,10 @@ Shipped once per sandbox next to the judge files (as ``deepgym_daytona_run.py``,
 provider's ``cgroups`` module as ``deepgym_daytona_cgroups.py``) and started by the run's
 session command as ``python3 -I -S -B <judge>/deepgym_daytona_run.py <run dir>``: nothing of
 the run is on a command line, which every process in the sandbox can read in /proc. The run's
-spec (the runner's argv, stdin and environment, the environment's secrets included, the
-deadline, the solution's uid and its bounds) is the root-only file ``<run dir>/.deepgym-run``,
-read and removed before anything of the run starts. As root it then:
+spec (its files, the runner's argv, stdin and environment, the environment's secrets
+included, the deadline, the solution's uid and its bounds) is the file
+``<run dir>/.deepgym-run``, read and removed, and the run's files written into the root-only
+run directory, before anything of the run starts. As root it then:
 
 1. confines the run, as far as the sandbox allows (found out by the sandbox's first run and
    then required of every later one, so a sandbox never silently serves a run less confined):
@@ -245,14 +246,27 @@ def clean_up(spec, run_dir, holder, held, group):
     return clean and not os.path.lexists(run_dir) and not os.path.lexists(holder)
 
 
+def write_files(run_dir, files):
+    """The run's files (relative path -> latin-1 text of their bytes) in ``run_dir``."""
+    for name, text in files.items():
+        parts = name.split("/")
+        if name.startswith("/") or ".." in parts or "" in parts:
+            raise ValueError(f"not a path inside the run's directory: {name!r}")
+        path = os.path.join(run_dir, *parts)
+        os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
+        with open(path, "wb") as f:
+            f.write(text.encode("latin-1"))
+
+
 def main():
     run_dir = os.path.abspath(sys.argv[1])
     holder, work = run_dir + "-s", os.path.join(run_dir + "-s", "work")
     spec_path = os.path.join(run_dir, SPEC_FILE)
+    os.chmod(run_dir, 0o700)
     with open(spec_path, encoding="utf-8") as f:
         spec = json.load(f)
     os.unlink(spec_path)
-    os.chmod(run_dir, 0o700)
+    write_files(run_dir, spec.pop("files", {}))
     os.mkdir(holder, 0o711)
     if spec["uid"] is not None:  # the solution's uid must be able to walk down to its directory
         parent = os.path.dirname(run_dir)

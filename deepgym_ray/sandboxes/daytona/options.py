@@ -39,6 +39,8 @@ class DaytonaOptions(BaseModel):
                                     "and for all of a run's (at most the sandbox's memory "
                                     "less the judge's share)")
     max_processes: int = Field(default=64, ge=4)
+    sandboxes_per_client: int = Field(default=16, ge=1, description="sandboxes sharing one "
+                                      "SDK client (and its HTTP connection pools)")
     disk_mb: int = Field(default=256, ge=16, description="a run's tmpfs work area: space")
     max_files: int = Field(default=20000, ge=100, description="a run's tmpfs work area: inodes")
 
@@ -65,6 +67,12 @@ def load_sdk() -> Any:
 
 
 def new_client(sdk: Any, options: DaytonaOptions) -> Any:
+    """An SDK client whose connection pools keep a connection alive for each sandbox it serves
+    (``sandboxes_per_client``; a sandbox serves one run, so one call, at a time). The HTTP
+    client of its uploads looks through all of its pool's connections on every request, so
+    an actor's hundreds of runs in flight cost less CPU on many small clients than on one big
+    one (whose default keeps 62 alive: the rest would open a new connection per call)."""
+    pool = max(32, 2 * options.sandboxes_per_client)  # the SDK keeps max(20, pool // 4) alive
     config = sdk.DaytonaConfig(api_key=options.api_key, api_url=options.api_url,
-                               target=options.target)
+                               target=options.target, connection_pool_maxsize=pool)
     return sdk.Daytona(config)
