@@ -8,7 +8,8 @@ check the host after a run. A provider that cannot be built here skips with the 
 Every provider is wrapped in :class:`Recorded`, which delegates everything to it and writes one
 line per sandbox to a ledger file (one JSON object per line, appended atomically, so Ray actor
 processes on this machine can share it): for the local provider the run's uid and its
-directories, so the host check can look for exactly that run's processes and files.
+directories, for Daytona (whose test server runs its sandboxes on this machine) the run's uid,
+so the host check can look for exactly that run's processes and files.
 """
 
 from __future__ import annotations

@@ -30,6 +30,7 @@ run directory, before anything of the run starts. As root it then:
 """
 
 import ctypes
+import fcntl
 import json
 import os
 import signal
@@ -73,8 +74,6 @@ def _loopback_up():
     """Bring up the new network namespace's loopback (as bubblewrap does): a solution may talk
     to itself over 127.0.0.1, never to anything outside the run."""
     with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
-        import fcntl
-
         fcntl.ioctl(s, 0x8914, struct.pack("16sH22x", b"lo", 0x1 | 0x8 | 0x40))  # SIOCSIFFLAGS
 
 
@@ -123,7 +122,8 @@ def _hide_session_logs():
 
 
 def make_cgroups(name, memory_mb, pids):
-    """The run's cgroups, or None where this sandbox gives none (and why)."""
+    """The run's cgroups (freezer, memory, pids); OSError, saying why, where this sandbox
+    does not give all three."""
     import deepgym_daytona_cgroups as cgroups
 
     found = cgroups.RunCgroups.probe(prefix=CGROUP_PREFIX)
