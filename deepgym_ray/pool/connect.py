@@ -58,18 +58,37 @@ def cluster_address(address: str | None = None) -> str | None:
     return canonicalize_bootstrap_address(address)
 
 
+def _recorded_address_file() -> str:
+    """Where ``ray start`` records its cluster's address on this machine (Ray's own rule, in
+    ``ray._common.utils``): looked at here without importing Ray, which costs 0.5 to 2 s."""
+    temp = os.environ.get("RAY_TMPDIR") or os.environ.get("TMPDIR") or "/tmp"
+    return os.path.join(temp, "ray", "ray_current_cluster")
+
+
 def running_cluster() -> str | None:
     """The address of a cluster to join: ``RAY_ADDRESS`` as given (joining checks it), or
-    the one a ``ray start`` on this machine recorded if it answers now; None otherwise."""
+    the one a ``ray start`` on this machine recorded if it answers now; None otherwise.
+    Imports Ray only when there is an address to look at."""
     explicit = os.environ.get("RAY_ADDRESS") or None
+    if explicit is None and not os.path.exists(_recorded_address_file()):
+        return None
     target = cluster_address()
     if target is None or explicit is not None:
         return target
+    return target if _answers(target, 1.0) else None
+
+
+def _answers(address: str, timeout: float) -> bool:
+    """True when something accepts a connection at ``address`` now (one attempt: a recorded
+    cluster that refuses is gone, and waiting would only delay the local fallback)."""
+    host, _, port = address.rpartition(":")
+    if not host or not port.isdigit():
+        return True  # not host:port (e.g. a Ray Client URL): ray.init reports it
     try:
-        _check_reachable(target, 1.0)
-    except ClusterConnectionError:
-        return None
-    return target
+        with socket.create_connection((host, int(port)), timeout=timeout):
+            return True
+    except OSError:
+        return False
 
 
 # What ray.init says on every start, by the logger that says it. Useful once to someone reading
@@ -157,9 +176,8 @@ def ensure_ray(address: str | None = None, **init_kwargs: Any):
         explicit = address or os.environ.get("RAY_ADDRESS") or None
         target = cluster_address(address)
         if target is not None and explicit is None:
-            try:  # recorded by a `ray start` that may have died since: look, do not wait
-                _check_reachable(target, 1.0)
-            except ClusterConnectionError:
+            # Recorded by a `ray start` that may have died since: look, do not wait.
+            if not _answers(target, 1.0):
                 logger.warning("the Ray cluster `ray start` recorded at %s does not answer; "
                                "starting a local one instead", target)
                 target = None
