@@ -202,3 +202,66 @@ def test_a_verifier_that_hangs_before_the_solution_raises_timeout(client):
                "while True:\n    time.sleep(0.05)\n"
     with pytest.raises(TimeoutError):
         client.run(env(verifier, timeout=1.0), SOLUTION)
+
+
+# Reports that the solution is in play, then waits for the test's go (bounded).
+GATED_VERIFIER = '''
+import os, time
+from deepgym_solution import load_solution
+
+def verify(solution_path, test_cases_path=None):
+    got = load_solution(solution_path).answer()
+    open(@STARTED@, "w").close()
+    deadline = time.monotonic() + 30
+    while not os.path.exists(@GO@) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    return float(got == 41)
+'''
+
+
+def _gated_run(client, tmp_path):
+    """Start a run in a thread; returns (thread, box for its result, go file) once the
+    verifier has the solution's answer (the solution is in play)."""
+    import threading
+
+    started, go = tmp_path / "started", tmp_path / "go"
+    verifier = GATED_VERIFIER.replace("@STARTED@", repr(str(started))).replace(
+        "@GO@", repr(str(go)))
+    box = {}
+    thread = threading.Thread(target=lambda: box.update(result=client.run_safe(
+        env(verifier, timeout=60), SOLUTION)))
+    thread.start()
+    deadline = time.monotonic() + 60
+    while not started.exists() and thread.is_alive() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert started.exists(), box
+    return thread, box, go
+
+
+def test_a_run_whose_fork_server_dies_gets_no_verdict_never_a_zero(client, tmp_path):
+    client.run(env(CHECK_VERIFIER), SOLUTION)  # the server is up
+    thread, box, go = _gated_run(client, tmp_path)
+    os.kill(client.provider.fork_server.pid, signal.SIGKILL)
+    thread.join(60)
+    go.touch()
+    result = box["result"]
+    assert not result.has_verdict and result.error_type == "sandbox_error", result
+    assert "fork server died" in result.details
+
+
+def test_closing_the_fork_server_lets_the_runs_in_flight_finish(client, tmp_path):
+    thread, box, go = _gated_run(client, tmp_path)
+    server = client.provider.fork_server.pid
+    client.provider.fork_server.close()
+    go.touch()
+    thread.join(60)
+    assert box["result"].score == 1.0 and box["result"].has_verdict, box["result"]
+    assert client.provider.fork_server.pid is None
+    deadline = time.monotonic() + 30  # the closed server exits once its last run is done
+    while os.path.exists(f"/proc/{server}") and time.monotonic() < deadline:
+        try:
+            os.waitpid(server, os.WNOHANG)
+        except ChildProcessError:
+            break
+        time.sleep(0.01)
+    assert not os.path.exists(f"/proc/{server}")

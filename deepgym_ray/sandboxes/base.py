@@ -109,6 +109,11 @@ class SandboxProvider(abc.ABC):
         The default checks nothing."""
         return None
 
+    def warm(self) -> None:  # noqa: B027 - optional hook, most providers keep nothing warm
+        """Start, ahead of the first run, what this provider keeps warm (helper processes, a
+        connection), without waiting for it to be ready. A command about to score many runs
+        on this machine calls it once, in the background; the default does nothing."""
+
     def close(self) -> None:  # noqa: B027 - optional hook, most providers hold nothing
         """Release clients and warm sandboxes. The provider is not used afterwards."""
 
@@ -154,6 +159,9 @@ class ForwardingProvider(SandboxProvider):
 
     def destroy(self, sandbox: Sandbox) -> None:
         self.inner.destroy(sandbox)
+
+    def warm(self) -> None:
+        self.inner.warm()
 
     def close(self) -> None:
         self.inner.close()

@@ -65,6 +65,7 @@ from deepgym_ray.sandboxes.local.isolation import (
     world_reachable,
 )
 from deepgym_ray.sandboxes.local.workarea import (
+    WorkRoot,
     discard,
     discard_if_empty,
     make_shared,
@@ -97,6 +98,7 @@ class _Box:
     procs: list[subprocess.Popen]
     zygote: subprocess.Popen | None = None  # the zygote serving this run, if any
     cgroup: RunCgroup | None = None  # the run's cgroups, where the machine gives them
+    mounted: bool = False  # the solution's directory is its own tmpfs
 
 
 def _base_python() -> str:
@@ -139,6 +141,7 @@ class LocalProvider(SandboxProvider):
         self.cgroups = RunCgroups.probe() if self.as_root else RunCgroups({}, {"all": "not root"})
         self.cgroups.sweep_stale()
         self._tmpfs = self.as_root  # until a mount fails
+        self._work_root = WorkRoot(mount=self.as_root)  # the runners' (see workarea)
         self.bwrap = None if isolation == "none" else bwrap_prefix(self.solution_python,
                                                                     self.as_root)
         if isolation == "bwrap" and self.bwrap is None:
@@ -210,7 +213,7 @@ class LocalProvider(SandboxProvider):
     # --- the provider protocol ------------------------------------------------------------
 
     def create(self, env: Environment) -> Sandbox:
-        work = Path(tempfile.mkdtemp(prefix=f"deepgym-run-{os.getpid()}-"))
+        work = self._work_root.make_dir()
         # The solution owns only ``<holder>/work``: the holder stays ours, so the solution can
         # never swap its directory for a symlink to a place the runner would then write into.
         if self._solutions_root is not None:  # where the zygote sees every run's directory
@@ -227,7 +230,7 @@ class LocalProvider(SandboxProvider):
             if self.as_root:
                 box.uid = uid = (1 << 20) + secrets.randbelow(1 << 29)  # far from real users
                 os.chown(sol, uid, uid)
-                self._mount_work_area(sol, uid)
+                self._mount_work_area(box, uid)
             if self.cgroups.available:
                 box.cgroup = self.cgroups.create(work.name.rsplit("-", 1)[-1],
                                                  memory_bytes=self.memory_mb * MB,
@@ -237,11 +240,12 @@ class LocalProvider(SandboxProvider):
             raise SandboxError(f"cannot make the run's sandbox: {exc}") from exc
         return Sandbox(id=work.name, provider=self.name, handle=box)
 
-    def _mount_work_area(self, sol: Path, uid: int) -> None:
+    def _mount_work_area(self, box: _Box, uid: int) -> None:
         if not self._tmpfs:
             return
         try:
-            mount_tmpfs(sol, size_mb=self.disk_mb, inodes=self.max_files, uid=uid)
+            mount_tmpfs(box.solution_dir, size_mb=self.disk_mb, inodes=self.max_files, uid=uid)
+            box.mounted = True
         except OSError as exc:
             self._tmpfs = False
             _warn_once(f"cannot mount the solution's tmpfs work area ({exc}): disk space is "
@@ -354,14 +358,25 @@ class LocalProvider(SandboxProvider):
         try:
             timed_out = not run.wait(timeout)
             if timed_out:
-                run.kill()  # the monitor kills the group, whatever it left behind too
+                run.kill()  # the server kills the group, whatever it left behind too
         finally:
             run.close()
         out.join(5)
         err.join(5)
+        if run.lost:  # our fork server died under the run: an outage, never the answer's 0
+            raise SandboxError("the runner fork server died during the run; the answer was "
+                               "not judged", sandbox_id=box.work_dir.name)
         return CommandResult(exit_code=None if timed_out else run.returncode,
                              stdout=bytes(out.data), stderr=bytes(err.data),
                              timed_out=timed_out, duration=time.monotonic() - started)
+
+    def warm(self) -> None:
+        """Start the runner fork server and the solution zygote now: their start-up (an
+        interpreter each, 0.1 to 0.5 s) then overlaps the caller's own work."""
+        if self.fork_server is not None:
+            self.fork_server.start()
+        if self.zygote is not None:
+            self.zygote.socket_path()
 
     def close(self) -> None:
         """Stop the runner fork server and the zygote (a later run starts new ones)."""
@@ -370,6 +385,7 @@ class LocalProvider(SandboxProvider):
         if self.zygote is not None:
             self.zygote.close()
             discard_if_empty(self._solutions_root)
+        self._work_root.close()
 
     def destroy(self, sandbox: Sandbox) -> None:
         """Kill every process of the run (verified), then remove its groups and directories;
@@ -397,8 +413,8 @@ class LocalProvider(SandboxProvider):
     def _discard(self, box: _Box) -> None:
         if box.cgroup is not None and box.cgroup.remove():
             box.cgroup = None
-        for path in (box.work_dir, box.solution_dir.parent):
-            discard(path)
+        discard(box.work_dir, box.solution_dir.parent,
+                mounted=(box.solution_dir,) if box.mounted else ())
 
     @staticmethod
     def _kill_group(proc: subprocess.Popen) -> None:

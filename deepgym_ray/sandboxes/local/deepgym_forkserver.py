@@ -6,13 +6,16 @@ sandbox can connect to it). The server imports the runner and what runners use o
 waits for requests: a JSON line (the run's work directory and environment) carrying four file
 descriptors (the runner's stdin, stdout and stderr, and a socket for this run's reports).
 
-For each request it forks a *monitor*, which forks the *runner*: a new session and process
-group, the given stdio, the work directory, the environment, and then the runner's ``main``
-(which sets its own resource limits, as when started by exec). The monitor reports
-``started <pid>`` and, once the runner has exited and the rest of its process group has been
-killed, ``exit <code>`` on the run's socket. A ``kill`` message, or the host closing the
-socket, kills the runner's group at once. The server itself never runs a verifier, so every
-runner starts from the same clean state; it exits when the host closes its end.
+For each request it forks the *runner*: a new session and process group, the given stdio, the
+work directory, the environment, and then the runner's ``main`` (which sets its own resource
+limits, as when started by exec). The server reports ``started <pid>`` and, once the runner
+has exited and the rest of its process group has been killed, ``exit <code>`` on the run's
+socket; one poll loop watches every run's pidfd and socket (a fork per run: an intermediate
+monitor process per run cost another 2 to 3 ms of CPU). A ``kill`` message, or the host
+closing the socket, kills the runner's group at once. The server itself never runs a
+verifier, so every runner starts from the same clean state. When the host closes its end the
+server takes no more requests, lets the runs in flight finish, and exits; if it dies, the host
+sees every run in flight lose its socket and gives those runs no verdict.
 
 Example (what the provider does; see ``deepgym_ray.sandboxes.local.forkserver``):
     socket.send_fds(control, [b'{"cwd": "/tmp/run", "env": {...}}'], [stdin, out, err, report])
@@ -88,44 +91,6 @@ def _run_runner(request, stdin, stdout, stderr):
     os._exit(code)
 
 
-def _monitor(request, fds):
-    """In the forked monitor: start the runner, report its start and exit, kill on request."""
-    stdin, stdout, stderr, report_fd = fds
-    report = socket.socket(fileno=report_fd)
-    pid = os.fork()
-    if pid == 0:
-        report.close()
-        _run_runner(request, stdin, stdout, stderr)
-    for fd in (stdin, stdout, stderr):
-        os.close(fd)
-    pidfd = os.pidfd_open(pid)
-    try:
-        report.sendall(f"started {pid}\n".encode())
-    except OSError:
-        _kill_group(pid)
-    waiting = [pidfd, report]
-    while True:
-        ready, _, _ = select.select(waiting, [], [])
-        if pidfd in ready:
-            break
-        try:
-            data = report.recv(64)
-        except OSError:
-            data = b""
-        _kill_group(pid)  # "kill", or the host is gone: either way the run ends now
-        if not data:
-            waiting = [pidfd]
-    # The runner has exited (a zombie still, so its pid is ours): kill whatever is left in
-    # its process group, then reap it.
-    _kill_group(pid)
-    _, status = os.waitpid(pid, 0)
-    try:
-        report.sendall(f"exit {os.waitstatus_to_exitcode(status)}\n".encode())
-    except OSError:
-        pass
-    os._exit(0)
-
-
 def _kill_group(pid):
     try:
         os.killpg(pid, signal.SIGKILL)
@@ -133,42 +98,115 @@ def _kill_group(pid):
         pass
 
 
-def serve(control):
-    """Answer requests until the host closes ``control``."""
-    signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # monitors are reaped by the kernel
-    while True:
+class _Runs:
+    """The runners in flight: each one's pidfd and report socket, watched by one poll loop."""
+
+    def __init__(self, poller):
+        self.poller = poller
+        self.by_pidfd = {}  # pidfd -> (pid, report socket)
+        self.by_report = {}  # report socket's fd -> pidfd
+
+    def start(self, request, fds):
+        """Fork the runner and report ``started <pid>`` (a failed start closes the socket)."""
+        stdin, stdout, stderr, report_fd = fds
+        report = socket.socket(fileno=report_fd)
         try:
-            message, fds, _flags, _addr = socket.recv_fds(control, 1 << 20, 4)
-        except OSError:
-            break
-        if not message:
-            break  # the host closed its end (or died)
-        if len(fds) != 4:
-            for fd in fds:
-                os.close(fd)
-            continue
-        try:
-            request = json.loads(message)
             pid = os.fork()
-        except (ValueError, OSError):
-            for fd in fds:
-                os.close(fd)  # the host sees its report socket close: a failed start
-            continue
+        except OSError:
+            for fd in (stdin, stdout, stderr):
+                os.close(fd)
+            report.close()  # the host sees its report socket close: a failed start
+            return
         if pid == 0:
-            try:
-                control.close()
-                signal.signal(signal.SIGCHLD, signal.SIG_DFL)  # the monitor waits for its runner
-                _monitor(request, fds)
-            finally:
-                os._exit(0)
-        for fd in fds:
+            _run_runner(request, stdin, stdout, stderr)  # never returns
+        for fd in (stdin, stdout, stderr):
             os.close(fd)
+        pidfd = os.pidfd_open(pid)
+        self.by_pidfd[pidfd] = (pid, report)
+        self.by_report[report.fileno()] = pidfd
+        self.poller.register(pidfd, select.POLLIN)
+        self.poller.register(report, select.POLLIN)
+        try:
+            report.sendall(f"started {pid}\n".encode())
+        except OSError:
+            _kill_group(pid)
+
+    def on_report(self, fd):
+        """A ``kill`` from the host, or the host closed the run's socket: the run ends now."""
+        pidfd = self.by_report[fd]
+        pid, report = self.by_pidfd[pidfd]
+        try:
+            data = report.recv(64)
+        except OSError:
+            data = b""
+        if not data:  # nothing more will come from this socket: stop watching it
+            self.poller.unregister(fd)
+            del self.by_report[fd]
+        _kill_group(pid)
+
+    def finish(self, pidfd):
+        """The runner exited (a zombie still, so its pid is ours): kill whatever is left in
+        its process group, reap it and report ``exit <code>``."""
+        pid, report = self.by_pidfd.pop(pidfd)
+        self.poller.unregister(pidfd)
+        if self.by_report.pop(report.fileno(), None) is not None:
+            self.poller.unregister(report)
+        _kill_group(pid)
+        _, status = os.waitpid(pid, 0)
+        os.close(pidfd)
+        try:
+            report.sendall(f"exit {os.waitstatus_to_exitcode(status)}\n".encode())
+        except OSError:
+            pass
+        report.close()
+
+
+def _receive(control, runs):
+    """Take one request from the host; False once the host has closed its end (or died)."""
+    try:
+        message, fds, _flags, _addr = socket.recv_fds(control, 1 << 20, 4)
+    except OSError:
+        return False
+    if not message:
+        return False
+    try:
+        request = json.loads(message) if len(fds) == 4 else None
+    except ValueError:
+        request = None
+    if not isinstance(request, dict):
+        for fd in fds:
+            os.close(fd)  # the host sees its report socket close: a failed start
+        return True
+    runs.start(request, fds)
+    return True
+
+
+def serve(control):
+    """Answer requests until the host closes ``control``, then let the runs in flight finish
+    (each still reports its exit) and exit."""
+    poller = select.poll()
+    poller.register(control, select.POLLIN)
+    runs = _Runs(poller)
+    open_ = True
+    while open_ or runs.by_pidfd:
+        ready = [fd for fd, _event in poller.poll()]
+        for fd in ready:
+            if fd in runs.by_pidfd:
+                runs.finish(fd)
+            elif fd in runs.by_report:
+                runs.on_report(fd)
+        # New requests last: a descriptor closed above may be reused by a new run, and must
+        # not be mistaken for the old one by a later event of the same batch.
+        if open_ and control.fileno() in ready and not _receive(control, runs):
+            poller.unregister(control)
+            control.close()
+            open_ = False
     os._exit(0)
 
 
 def main():
     control = socket.socket(fileno=int(sys.argv[1]))
-    try:  # monitors wait on pidfds; without them the host starts runners by exec instead
+    try:  # the server waits on pidfds; without them the host starts runners by exec instead
         os.close(os.pidfd_open(os.getpid()))
     except (AttributeError, OSError):
         os._exit(3)

@@ -31,19 +31,22 @@ from pathlib import Path
 logger = logging.getLogger(__name__)
 
 SERVER = str(Path(__file__).resolve().parent / "deepgym_forkserver.py")
-START_TIMEOUT = 10.0  # for the "started" report; the server only forks twice meanwhile
+START_TIMEOUT = 10.0  # for the "started" report; the server only forks once meanwhile
 MAX_RESTARTS = 5
 
 
 class ForkedRun:
-    """One runner started by the fork server: its pid and the socket its monitor reports on."""
+    """One runner started by the fork server: its pid and the socket the server reports on.
+    ``lost`` is True when the server went away before reporting the runner's exit (then the
+    runner's group has been killed and nothing it said can be trusted to be complete)."""
 
     def __init__(self, pid: int, report: socket.socket) -> None:
         self.pid, self.report, self._buffer = pid, report, b""
         self.returncode: int | None = None
+        self.lost = False
 
     def _line(self, deadline: float) -> bytes | None:
-        """The next report line; None at the deadline; b"" when the monitor is gone."""
+        """The next report line; None at the deadline; b"" when the server is gone."""
         while b"\n" not in self._buffer:
             left = deadline - time.monotonic()
             if left <= 0:
@@ -68,8 +71,8 @@ class ForkedRun:
             return False
         if line.startswith(b"exit "):
             self.returncode = int(line.split()[1])
-        else:  # the monitor vanished: make sure the runner's group goes with it
-            self.returncode = -signal.SIGKILL
+        else:  # the server vanished: make sure the runner's group goes with it
+            self.returncode, self.lost = -signal.SIGKILL, True
             try:
                 os.killpg(self.pid, signal.SIGKILL)
             except (ProcessLookupError, PermissionError):
@@ -77,7 +80,7 @@ class ForkedRun:
         return True
 
     def kill(self) -> None:
-        """Kill the runner's process group and wait (bounded) for the monitor's report."""
+        """Kill the runner's process group and wait (bounded) for the server's report."""
         if self.returncode is not None:
             return
         try:
@@ -88,7 +91,7 @@ class ForkedRun:
             logger.error("forked runner %s survived SIGKILL for 10s", self.pid)
 
     def close(self) -> None:
-        self.report.close()  # the monitor kills the group if the runner still runs
+        self.report.close()  # the server kills the group if the runner still runs
 
 
 class RunnerForkServer:
@@ -100,6 +103,12 @@ class RunnerForkServer:
         self._control: socket.socket | None = None
         self._proc: subprocess.Popen | None = None
         self._starts = 0
+        self._retired: list[subprocess.Popen] = []  # closed, finishing their runs
+
+    def start(self) -> None:
+        """Start the server now if it is not running (runs start it on first use anyway)."""
+        with self._lock:
+            self._ensure()
 
     def _ensure(self) -> socket.socket | None:
         if self._control is not None and self._proc is not None and self._proc.poll() is None:
@@ -149,28 +158,34 @@ class RunnerForkServer:
         run = ForkedRun(0, ours)
         line = run._line(time.monotonic() + START_TIMEOUT)
         if not line or not line.startswith(b"started "):
-            ours.close()  # if a runner did start, its monitor kills it on this close
+            ours.close()  # if a runner did start, the server kills it on this close
             with self._lock:
                 self._shutdown_locked()
             return None
         run.pid = int(line.split()[1])
         return run
 
-    def _shutdown_locked(self) -> None:
+    def _shutdown_locked(self, kill: bool = True) -> None:
+        """Stop using the server. ``kill``: it is broken, end it now (its runs in flight lose
+        their reports: no verdict); otherwise it finishes the runs in flight, then exits."""
         if self._control is not None:
-            self._control.close()  # the server exits on this; runs in flight finish
+            self._control.close()  # the server takes no more runs on this
             self._control = None
         if self._proc is not None:
-            try:
-                self._proc.kill()
-                self._proc.wait(5)
-            except (OSError, subprocess.TimeoutExpired):
-                pass
+            if kill:
+                try:
+                    self._proc.kill()
+                    self._proc.wait(5)
+                except (OSError, subprocess.TimeoutExpired):
+                    pass
+            else:
+                self._retired.append(self._proc)
             self._proc = None
+        self._retired = [proc for proc in self._retired if proc.poll() is None]
 
     def close(self) -> None:
         with self._lock:
-            self._shutdown_locked()
+            self._shutdown_locked(kill=False)
 
     @property
     def pid(self) -> int | None:

@@ -6,7 +6,8 @@ are not root. :func:`remove_tree` walks with an explicit stack and file descript
 follows a symbolic link (a link is unlinked, whatever it points at), never builds a path longer
 than one name, holds one directory open at a time (climbing back with ``..``, which is safe
 because nothing of the run is still running when it is called: the provider kills every
-process first), and makes a directory it cannot read readable before reading it.
+process first), makes a directory it cannot read readable before reading it, and never walks
+into another file system mounted inside the tree (it fails instead: unmount first).
 
 Example:
     remove_tree("/tmp/deepgym-run-1-abc")
@@ -65,6 +66,9 @@ def _empty(fd: int) -> None:
                         continue
                     raise
                 here = os.fstat(fd)
+                if os.fstat(sub).st_dev != here.st_dev:  # a mount point: never walk into it
+                    os.close(sub)
+                    raise OSError(errno.EBUSY, f"a file system is mounted on {child!r}")
                 stack.append((child, here.st_dev, here.st_ino))
                 os.close(fd)
                 fd = sub
@@ -83,16 +87,18 @@ def _empty(fd: int) -> None:
         os.close(fd)
 
 
-def remove_tree(path: str | os.PathLike[str]) -> bool:
+def remove_tree(path: str | os.PathLike[str], *, quiet: bool = False) -> bool:
     """Remove ``path`` and everything under it without following links; True when it is gone
-    (a missing path counts as gone). Errors are logged, never raised."""
+    (a missing path counts as gone). Errors are logged (at debug level when ``quiet``: the
+    caller tries again), never raised."""
+    log = logger.debug if quiet else logger.error
     path = os.fspath(path)
     try:
         info = os.lstat(path)
     except FileNotFoundError:
         return True
     except OSError as exc:
-        logger.error("cannot remove %s: %s", path, exc)
+        log("cannot remove %s: %s", path, exc)
         return False
     try:
         if not stat.S_ISDIR(info.st_mode):
@@ -104,5 +110,5 @@ def remove_tree(path: str | os.PathLike[str]) -> bool:
     except FileNotFoundError:
         return not os.path.lexists(path)
     except OSError as exc:
-        logger.error("cannot remove %s: %s", path, exc)
+        log("cannot remove %s: %s", path, exc)
         return False
