@@ -268,6 +268,8 @@ def cmd_run(args: argparse.Namespace) -> int:
 def _progress_bar(total: int, initial: int, label: str, enabled: bool) -> Any:
     from tqdm import tqdm
 
+    # A thread lock: tqdm's default one imports multiprocessing and makes a semaphore (40 ms).
+    tqdm.set_lock(threading.RLock())
     return tqdm(total=total, initial=initial, desc=label, unit="run", file=sys.stderr,
                 disable=not enabled, dynamic_ncols=True,
                 mininterval=0.2 if sys.stderr.isatty() else 5.0)
@@ -337,6 +339,11 @@ def cmd_eval(args: argparse.Namespace) -> int:
         raise BadInput("give the answers to score: --solutions FILE.jsonl or --reference")
     config = _config(args)
     client = _client(config)
+    # Forked before any thread starts (a fork while a thread is inside Popen would hold that
+    # Popen's error pipe open): whatever this command starts (an embedded Ray) ends with it.
+    start_reaper()
+    if config.backend == "threads":  # its helper processes start while the answers load
+        client.scorer.warm()
     envs = _load(args.target)
     jobs = _eval_jobs(args, envs)
     with contextlib.ExitStack() as stack:
@@ -345,7 +352,6 @@ def cmd_eval(args: argparse.Namespace) -> int:
         if earlier:
             print(f"Resuming: {len(earlier)} of {len(jobs)} results already in {args.out}",
                   file=sys.stderr)
-        start_reaper()  # whatever this command starts (an embedded Ray) ends with it
         if args.backend == "auto" and config.backend == "threads" and len(earlier) < len(jobs):
             print("No Ray cluster is running: scoring on this machine without Ray (start one "
                   "with `ray start --head`, set RAY_ADDRESS, or pass --backend ray to use a "

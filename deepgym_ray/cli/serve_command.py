@@ -8,10 +8,12 @@ Example:
 from __future__ import annotations
 
 import argparse
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from deepgym_ray.cli.errors import BadInput
-from deepgym_ray.integrations.serve import ServeSettings, start_service
+
+if TYPE_CHECKING:  # pragma: no cover
+    from deepgym_ray.integrations.serve import ServeSettings
 
 __all__ = ["add_parser", "run"]
 
@@ -39,6 +41,8 @@ def run(args: argparse.Namespace) -> int:
     """Run the ``serve`` command: check the input, deploy, serve until interrupted."""
     from pydantic import ValidationError
 
+    # Imported here: every deepgym-ray command loads this module, and only serve needs it.
+    from deepgym_ray.integrations.serve import ServeSettings, start_service
 
     try:
         settings = ServeSettings(env=args.env, mixed=args.mixed, config=args.config,

@@ -93,6 +93,20 @@ class Scorer:
 
         return make_provider(self.mode, **self.provider_options)
 
+    def warm(self) -> threading.Thread:
+        """Build the provider and let it start what it keeps warm (``SandboxProvider.warm``)
+        on a background thread, so that the first runs need not wait for it. A failure is
+        only logged here: the first run meets it again and reports it."""
+        def build() -> None:
+            try:
+                self.provider.warm()
+            except Exception as exc:  # the runs say what is wrong
+                logger.debug("warming the %s provider failed: %r", self.mode, exc)
+
+        thread = threading.Thread(target=build, name="deepgym-warm", daemon=True)
+        thread.start()
+        return thread
+
     def close(self) -> None:
         """Release the provider (rebuilt if the scorer is used again). A provider that was
         given ready-made belongs to its owner and is left open."""
