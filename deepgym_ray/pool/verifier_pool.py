@@ -35,17 +35,21 @@ logger = logging.getLogger(__name__)
 def default_shape(mode: str, cluster_cpus: float, max_parallel: int = 32) -> tuple[int, int]:
     """(actors, runs per actor) for a cluster with ``cluster_cpus`` CPUs.
 
-    Local and Docker sandboxes burn the actor's node's CPUs, so the pool offers about one run
-    per CPU, two per actor. A remote provider (its class says ``io_bound``, as Daytona's
-    does) mostly waits on the network, so its pool has one light actor per CPU (two at
-    least) and enough threads for the client's
-    ``max_parallel`` runs to be in flight at once (16 per actor at least): a latency-bound
-    provider with fewer slots than ``max_parallel`` runs slower by that ratio.
+    Local and Docker sandboxes burn the actor's node's CPUs, so the pool has one actor per
+    two CPUs. A Docker actor runs two at once (a warm container each). A local run is a few
+    forked processes, which wait part of their time (process starts, cgroup moves, pipes):
+    the local pool has as many slots as the client's usual ``max_parallel``, as the thread
+    backend runs, two per actor at least (on a busy 2-CPU node, 2 slots cost 22 to 31 ms a
+    run against 16 to 18 ms with 32: BENCHMARKS.md, issue 15). A remote provider (its class
+    says ``io_bound``, as Daytona's does) mostly waits on the network, so its pool has one
+    light actor per CPU (two at least) and enough threads for the client's ``max_parallel``
+    runs to be in flight at once (16 per actor at least): a latency-bound provider with
+    fewer slots than ``max_parallel`` runs slower by that ratio.
 
     >>> default_shape("daytona", 2, max_parallel=200)
     (2, 100)
-    >>> default_shape("local", 8)
-    (4, 2)
+    >>> default_shape("local", 8), default_shape("local", 2), default_shape("docker", 8)
+    ((4, 8), (1, 32), (4, 2))
     """
     cpus = max(1, int(cluster_cpus))
     from deepgym_ray.sandboxes import is_io_bound
@@ -53,7 +57,10 @@ def default_shape(mode: str, cluster_cpus: float, max_parallel: int = 32) -> tup
     if is_io_bound(mode):
         actors = max(2, cpus)
         return actors, max(16, -(-max(1, max_parallel) // actors))
-    return max(1, cpus // 2), 2
+    actors = max(1, cpus // 2)
+    if mode == "local":
+        return actors, max(2, -(-max(1, max_parallel) // actors))
+    return actors, 2
 
 
 def scoring_setup(source: Any = None, config: PoolConfig | None = None
