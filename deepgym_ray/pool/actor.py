@@ -29,6 +29,7 @@ import ray
 
 from deepgym_ray.exceptions import error_type_for
 from deepgym_ray.models import Environment, RunResult
+from deepgym_ray.pool.niceness import take_node_niceness
 from deepgym_ray.pool.slots import Leases
 from deepgym_ray.scoring import Scorer
 
@@ -93,7 +94,9 @@ class VerifierActor:
             "pid": os.getpid(),
             "scorer": scorer.label,
         }
-        self._executor = ThreadPoolExecutor(concurrency, thread_name_prefix=f"{pool}-{index}")
+        take_node_niceness()  # not Ray's worker niceness: see pool.niceness
+        self._executor = ThreadPoolExecutor(concurrency, thread_name_prefix=f"{pool}-{index}",
+                                            initializer=take_node_niceness, initargs=(False,))
         self._leases = Leases(self._executor)
         self._envs: collections.OrderedDict[str, Environment] = collections.OrderedDict()
         self._lock = threading.Lock()

@@ -52,8 +52,12 @@ def default_shape(mode: str, cluster_cpus: float, max_parallel: int = 32) -> tup
     ((4, 8), (1, 32), (4, 2))
     """
     cpus = max(1, int(cluster_cpus))
-    from deepgym_ray.sandboxes import is_io_bound
+    from deepgym_ray.sandboxes import is_io_bound, resolve_mode
 
+    try:
+        mode = resolve_mode(mode)  # 'auto' (the CLI's default) sizes as what it stands for
+    except ValueError:
+        pass  # an unknown mode: the provider reports it when it is built
     if is_io_bound(mode):
         actors = max(2, cpus)
         return actors, max(16, -(-max(1, max_parallel) // actors))
