@@ -65,3 +65,32 @@ def test_a_nested_command_reaps_its_own_processes_and_never_its_parents():
         parent.wait(timeout=30)
     assert _gone(outer["sleeper"]), "the parent command's process outlived it"
     assert tagged_processes(outer["tag"]) == []
+
+
+def test_the_watchdog_holds_none_of_the_commands_stdio():
+    # A reader of the command's output sees its end when the command ends (the watchdog's
+    # stdin, stdout and stderr are /dev/null, not the command's pipes).
+    script = textwrap.dedent("""
+        import os, time
+        from deepgym_ray.pool.reaper import start_reaper
+        start_reaper()
+        me = str(os.getpid())
+        for pid in filter(str.isdigit, os.listdir("/proc")):
+            try:
+                with open(f"/proc/{pid}/stat") as f:
+                    if f.read().rsplit(")", 1)[1].split()[1] != me:
+                        continue
+                deadline = time.monotonic() + 10  # the watchdog redirects right after the fork
+                while True:
+                    links = [os.readlink(f"/proc/{pid}/fd/{fd}") for fd in (0, 1, 2)]
+                    if set(links) == {"/dev/null"} or time.monotonic() > deadline:
+                        break
+                    time.sleep(0.01)
+                print(" ".join(links))
+            except OSError:
+                pass
+    """)
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          stdin=subprocess.PIPE, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["/dev/null"] * 3, done.stdout

@@ -82,6 +82,15 @@ def start_reaper() -> str | None:
         try:
             os.setsid()
             os.close(write_end)
+            # Not the command's stdio: whoever reads its output (a pipe, `| tee`) sees the
+            # end when the command ends, not when the watchdog's last sweep does.
+            try:
+                devnull = os.open(os.devnull, os.O_RDWR)
+                for fd in (0, 1, 2):
+                    os.dup2(devnull, fd)
+                os.close(devnull)
+            except OSError:  # keep them: reaping matters more
+                pass
             os.environ.pop(TAG_VARIABLE, None)
             while os.read(read_end, 1):
                 pass
