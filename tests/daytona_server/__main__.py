@@ -1,6 +1,7 @@
 """Run the local Daytona server standalone: ``python -m daytona_server --port N`` (from tests/).
 
-``--latency`` adds seconds to every call; ``--fail-rate`` answers that share of calls with
+``--user daytona --sudo nopasswd`` gives the sandboxes Daytona's default user; ``--latency``
+adds seconds to every call; ``--fail-rate`` answers that share of calls with
 ``--fail-status``; ``--faults`` loads a JSON file of rules (see ``faults.Faults.load``).
 """
 
@@ -23,10 +24,14 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--fail-rate", type=float, default=0.0)
     parser.add_argument("--fail-status", type=int, default=503)
     parser.add_argument("--faults", help="a JSON file of fault rules")
+    parser.add_argument("--user", help="the sandboxes' user, when not root (e.g. daytona)")
+    parser.add_argument("--sudo", choices=["nopasswd", "password"],
+                        help="what sudo gives that user")
     parser.add_argument("--replay", action="store_true",
                         help="answer a judge run seen before from its first real run (benches)")
     args = parser.parse_args(argv)
-    server = DaytonaTestServer(args.host, args.port, api_key=args.api_key, replay=args.replay)
+    server = DaytonaTestServer(args.host, args.port, api_key=args.api_key, replay=args.replay,
+                               user=args.user, sudo=args.sudo)
     if args.latency:
         server.faults.set_latency(args.latency)
     if args.fail_rate:

@@ -13,6 +13,11 @@ sandbox's files through ``/proc/<init>/root``.
 CAP_SYS_ADMIN for its commands and cgroupfs read-only, so nothing inside can mount, make
 namespaces or cgroups (what the provider must then report as missing).
 
+``user`` (a :class:`~.users.SandboxUser`) makes the sandbox's user an unprivileged one, as in
+Daytona's default images: its commands run as its own uid, its home is ``/home/<name>``, and
+its ``/etc`` user files and sudoers (bind-mounted in the sandbox's mount namespace only) give
+it the real ``sudo`` as its sudo rule says.
+
 This is fidelity for the tests, never what makes an attack fail: the provider's own per-run
 bounds (``deepgym_ray/sandboxes/daytona/in_sandbox.py``) sit well inside these.
 
@@ -24,6 +29,7 @@ Example:
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import signal
@@ -32,31 +38,38 @@ import sys
 import time
 from pathlib import Path
 
+from .users import SandboxUser
+
 HOME = "/root"
 PIDS_MAX = 1024
 _CGROUPS = Path("/sys/fs/cgroup")
 
 # PID 1 of the sandbox: mount its disk, hand out its writable places, report, reap orphans.
 _INIT = r'''
-import ctypes, fcntl, os, signal, socket, struct, sys  # all now: /root is about to be covered
+import ctypes, fcntl, json, os, signal, socket, struct, sys  # all now: /root is about to be covered
 libc = ctypes.CDLL(None, use_errno=True)
-disk, size, home, privileged = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4] == "1"
+spec = json.loads(sys.argv[1])
+disk = spec["disk"]
 def mount(src, dst, fstype, flags, data=None):
     if libc.mount(src and src.encode(), dst.encode(), fstype and fstype.encode(), flags,
                   data and data.encode()) != 0:
         raise OSError(ctypes.get_errno(), "mount " + dst)
 try:
-    mount("sandbox-disk", disk, "tmpfs", 6, "size=" + size + ",mode=0755")
-    places = {"home": (home, 0o700), "vartmp": ("/var/tmp", 0o1777),
-              "shm": ("/dev/shm", 0o1777), "tmp": ("/tmp", 0o1777)}
-    for name, (target, mode) in places.items():  # /tmp last: it may hide the disk's path
+    mount("sandbox-disk", disk, "tmpfs", 6, "size=" + spec["size"] + ",mode=0755")
+    for source, target in spec["binds"]:  # before /tmp is covered: the sources are under it
+        mount(source, target, None, 4096)
+    for name, target, mode in spec["places"]:  # /tmp last: it may hide the disk's path
         os.mkdir(os.path.join(disk, name))
         os.chmod(os.path.join(disk, name), mode)
+        for inside, dir_mode, owner in spec["dirs"]:
+            if inside.split("/")[0] == name:
+                os.mkdir(os.path.join(disk, inside), dir_mode)
+                os.chown(os.path.join(disk, inside), owner, owner)
         if os.path.isdir(target):
             mount(os.path.join(disk, name), target, None, 4096)
     with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:  # its loopback is up
         fcntl.ioctl(s, 0x8914, struct.pack("16sH22x", b"lo", 0x1 | 0x8 | 0x40))
-    if not privileged:  # as a default Docker container: cgroupfs read-only
+    if not spec["privileged"]:  # as a default Docker container: cgroupfs read-only
         for line in open("/proc/self/mountinfo").read().splitlines():
             point = line.split()[4]
             if point == "/sys/fs/cgroup" or point.startswith("/sys/fs/cgroup/"):
@@ -104,8 +117,10 @@ class Container:
     """One sandbox's namespaces, cgroups and init (see the module docstring)."""
 
     def __init__(self, sid: str, *, memory_gib: float, disk_gib: float, network: bool,
-                 privileged: bool = True, disk_dir: Path | None = None) -> None:
-        self.sid, self.network, self.privileged = sid, network, privileged
+                 privileged: bool = True, disk_dir: Path | None = None,
+                 user: SandboxUser | None = None) -> None:
+        self.sid, self.network, self.privileged, self.user = sid, network, privileged, user
+        self.home = user.home if user is not None else HOME
         self.memory = int(memory_gib * (1 << 30))
         # The disk is RAM here, and its pages count against the sandbox's memory: at most half
         # of it, so a full disk says ENOSPC, as a real one does, instead of running out of memory.
@@ -128,8 +143,8 @@ class Container:
         spaces = ["--pid", "--fork", "--mount-proc", "--ipc", "--uts"]
         if not self.network:
             spaces.append("--net")
-        argv = ["unshare", *spaces, sys.executable, "-I", "-S", "-c", _INIT, str(self.disk_dir),
-                str(self.disk), HOME, "1" if self.privileged else "0"]
+        argv = ["unshare", *spaces, sys.executable, "-I", "-S", "-c", _INIT,
+                json.dumps(self._init_spec())]
         self.init = subprocess.Popen(self._joined(argv), stdin=subprocess.DEVNULL,
                                      stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
                                      start_new_session=True)
@@ -145,6 +160,20 @@ class Container:
             raise OSError(f"the sandbox's init did not start: {line or 'no answer'}")
         return self
 
+    def _init_spec(self) -> dict:
+        """What the init mounts: the disk, its writable places, the user's /etc files."""
+        places = [("vartmp", "/var/tmp", 0o1777), ("shm", "/dev/shm", 0o1777),
+                  ("tmp", "/tmp", 0o1777)]
+        binds, dirs = [], []
+        if self.user is None:
+            places.insert(0, ("home", HOME, 0o700))
+        else:  # /home of the sandbox holds the user's home; root's /root is covered too
+            places[:0] = [("root", "/root", 0o700), ("home", "/home", 0o755)]
+            dirs.append((f"home/{self.user.name}", 0o750, self.user.uid))
+            binds = self.user.etc_binds(self.disk_dir.with_name(f"{self.sid}.etc"))
+        return {"disk": str(self.disk_dir), "size": str(self.disk), "places": places,
+                "dirs": dirs, "binds": binds, "privileged": self.privileged}
+
     def _joined(self, argv: list[str]) -> list[str]:
         """``argv`` started inside the sandbox's cgroups (joined before it is executed)."""
         files = [str(group / "cgroup.procs") for group in self.groups.values()]
@@ -154,11 +183,15 @@ class Container:
     def argv(self, command: str, cwd: str) -> list[str]:
         """What runs ``command`` with bash in ``cwd`` inside the sandbox."""
         spaces = ["-m", "-p", "-i", "-u"] + ([] if self.network else ["-n"])
-        inner = ["bash", "-c", command]
-        if not self.privileged:
-            inner = ["setpriv", f"--bounding-set={_DROPPED}", "--", *inner]
-        return self._joined(["nsenter", "-t", str(self.pid), *spaces, f"--wd={cwd}", "--",
-                             *inner])
+        # The directory is entered inside (nsenter opens its --wd before entering the mount
+        # namespace: the host's directory of that name, if any).
+        inner = ["env", f"--chdir={cwd}", "bash", "-c", command]
+        drop = [] if self.privileged else [f"--bounding-set={_DROPPED}"]
+        if self.user is not None:  # the user's commands run as its uid (sudo may make it root)
+            drop += [f"--reuid={self.user.uid}", f"--regid={self.user.uid}", "--init-groups"]
+        if drop:
+            inner = ["setpriv", *drop, "--", *inner]
+        return self._joined(["nsenter", "-t", str(self.pid), *spaces, "--", *inner])
 
     def path(self, inside: str) -> Path:
         """A path of the sandbox, as this machine reaches it."""
@@ -194,3 +227,4 @@ class Container:
                     time.sleep(0.01)
         if self.disk_dir is not None:
             shutil.rmtree(self.disk_dir, ignore_errors=True)
+            shutil.rmtree(self.disk_dir.with_name(f"{self.sid}.etc"), ignore_errors=True)

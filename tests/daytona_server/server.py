@@ -5,10 +5,13 @@ Request bodies are parsed and responses built with the SDK's own generated model
 (``daytona_api_client``, ``daytona_toolbox_api_client``), so the wire format is the real one.
 Run as root, each sandbox is a container as far as this machine allows (see ``container``: its
 own namespaces, its declared memory and disk enforced, home ``/root``), as in Daytona's cloud;
-``privileged=False`` makes it an unprivileged one. Otherwise (or with ``contain=False``) a
-sandbox is a home directory here (mode 0711, so a solution's uid can reach its own directory
-inside). Either way commands run with ``bash -c`` in their own process group, as this
-process's user, killed when the sandbox is stopped or deleted. Faults are injected on demand
+``privileged=False`` makes it an unprivileged one, and ``user`` (other than root) gives it a
+user of its own, as Daytona's default images do: commands run, and uploads are written, as
+that user, which has the real ``sudo`` as ``sudo`` says (``"nopasswd"``, ``"password"``; see
+``users``). Otherwise (or with ``contain=False``) a sandbox is a home directory here (mode
+0711, so a solution's uid can reach its own directory inside). Either way commands run with
+``bash -c`` in their own process group (as this process's user, but for a container's own
+user), killed when the sandbox is stopped or deleted. Faults are injected on demand
 (see ``faults``). Every response goes out in one write: headers and body in two sends cost a
 delayed-ACK stall (~40 ms) per call.
 """
@@ -42,9 +45,11 @@ from daytona_toolbox_api_client import (
 )
 
 from . import container
+from .box import Box, HttpError
 from .daemon import InnerDaemon
 from .faults import Faults
 from .replay import Replays, parse_multipart
+from .users import SandboxUser, sudo_missing
 
 _ROUTES = [
     ("POST", r"/api/sandbox", "create"),
@@ -69,71 +74,27 @@ _UPLOAD_FIELD = re.compile(r"files\[(\d+)\]\.(path|file)")
 OUTPUT_LIMIT = 32 << 20
 
 
-class HttpError(Exception):
-    def __init__(self, status: int, message: str) -> None:
-        super().__init__(message)
-        self.status, self.message = status, message
-
-
-class _Box:
-    """One sandbox: its DTO fields, its home directory, its sessions and live processes."""
-
-    def __init__(self, sid: str, request: CreateSandbox, root: Path, contain: bool,
-                 privileged: bool) -> None:
-        self.id = sid
-        self.request = request
-        self.host_dir = root / sid
-        self.host_dir.mkdir(mode=0o711)
-        self.host_dir.chmod(0o711)
-        self.container: container.Container | None = None
-        if contain:
-            self.container = container.Container(
-                sid, memory_gib=request.memory or 1, disk_gib=request.disk or 3,
-                network=not request.network_block_all, privileged=privileged,
-                disk_dir=root / f"{sid}.disk").start()
-        self.home = container.HOME if contain else str(self.host_dir)
-        self.daemon: InnerDaemon | None = None  # the toolbox on the sandbox's own loopback
-        self.state = SandboxState.STARTED
-        self.auto_stop = request.auto_stop_interval
-        self.auto_delete = request.auto_delete_interval
-        self.sessions: set[str] = set()
-        self.uploaded: list[tuple[str, bytes]] = []  # since the last command (for replay)
-        self.procs: set[subprocess.Popen] = set()
-        self.created = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-
-    def path(self, inside: str) -> Path:
-        """A path of the sandbox (absolute, or relative to its home) as this machine sees it."""
-        full = PurePosixPath(self.home) / inside
-        if ".." in full.parts or not (full == PurePosixPath(self.home)
-                                      or PurePosixPath(self.home) in full.parents):
-            raise HttpError(400, f"path {inside!r} is outside the sandbox's home")
-        return self.container.path(str(full)) if self.container else Path(full)
-
-    def kill_all(self) -> None:
-        if self.daemon is not None:
-            self.daemon.close()
-            self.daemon = None
-        if self.container is not None:
-            self.container.stop()
-        for proc in list(self.procs):
-            try:
-                os.killpg(proc.pid, signal.SIGKILL)
-            except (ProcessLookupError, PermissionError):
-                pass
-
-
 class DaytonaTestServer:
     """The server. ``start()`` serves on a thread; ``url`` is what DAYTONA_API_URL takes."""
 
     def __init__(self, host: str = "127.0.0.1", port: int = 0, api_key: str = "test-key",
                  user: str | None = None, replay: bool = False, contain: bool | None = None,
-                 privileged: bool = True) -> None:
+                 privileged: bool = True, sudo: str | None = None) -> None:
         self.api_key = api_key
         why = container.available()
         if contain and why:
             raise RuntimeError(f"sandboxes cannot be containers here: {why}")
         self.contain = why is None if contain is None else contain
         self.privileged = privileged
+        # A sandbox user other than root (in a container): commands run as a uid of its own,
+        # with the real sudo as ``sudo`` says (see ``users``).
+        self.sandbox_user: SandboxUser | None = None
+        if user not in (None, "root") and self.contain:
+            if sudo is not None and sudo_missing():
+                raise RuntimeError(f"sandbox users cannot have sudo here: {sudo_missing()}")
+            self.sandbox_user = SandboxUser.make(user, sudo=sudo)
+        elif sudo is not None:
+            raise RuntimeError("sudo needs a sandbox user other than root, in a container")
         # Bench mode: a judge run whose files were seen before is answered from the first
         # real run's output (re-tagged with this run's token) instead of executed again, so
         # this machine's CPU does not stand in for the cloud's.
@@ -143,7 +104,7 @@ class DaytonaTestServer:
         self.user = user or ("root" if os.geteuid() == 0 else "daytona")
         self.root = Path(tempfile.mkdtemp(prefix="daytona-test-server-"))
         self.root.chmod(0o711)
-        self.boxes: dict[str, _Box] = {}
+        self.boxes: dict[str, Box] = {}
         self.lock = threading.Lock()
         self.calls: dict[str, int] = {}
         handler = type("Handler", (_Handler,), {"server_ref": self})
@@ -187,7 +148,7 @@ class DaytonaTestServer:
 
     # --- the API -----------------------------------------------------------------------------
 
-    def dto(self, box: _Box) -> SandboxDto:
+    def dto(self, box: Box) -> SandboxDto:
         req = box.request
         return SandboxDto(
             id=box.id, organization_id="org-test", name=req.name or box.id,
@@ -200,7 +161,7 @@ class DaytonaTestServer:
             toolbox_proxy_url=f"http://{self.host}:{self.port}/toolbox",
         )
 
-    def box(self, sid: str) -> _Box:
+    def box(self, sid: str) -> Box:
         with self.lock:
             box = self.boxes.get(sid)
         if box is None or box.state == SandboxState.DESTROYED:
@@ -211,7 +172,8 @@ class DaytonaTestServer:
         request = CreateSandbox.from_json(body.decode())
         sid = uuid.uuid4().hex[:16]
         try:
-            box = _Box(sid, request, self.root, self.contain, self.privileged)
+            box = Box(sid, request, self.root, self.contain, self.privileged,
+                       self.sandbox_user)
         except OSError as exc:
             raise HttpError(500, f"cannot start the sandbox: {exc}") from exc
         self._start_daemon(box)
@@ -219,14 +181,14 @@ class DaytonaTestServer:
             self.boxes[sid] = box
         return self.dto(box).to_dict()
 
-    def _start_daemon(self, box: _Box) -> None:
+    def _start_daemon(self, box: Box) -> None:
         """Serve the toolbox inside a contained sandbox with a network of its own, as Daytona's
         daemon does (no key asked; see ``daemon``)."""
         if box.container is not None and box.request.network_block_all:
             handler = type("InnerHandler", (_Handler,), {"server_ref": self, "inner": box.id})
             box.daemon = InnerDaemon(handler, box.container.pid)
 
-    def run(self, box: _Box, command: str, cwd: str | None, env: dict | None,
+    def run(self, box: Box, command: str, cwd: str | None, env: dict | None,
             timeout: float | None, vanish: bool = False) -> tuple[int | None, bytes, bytes]:
         if box.state != SandboxState.STARTED:
             raise HttpError(409, f"Sandbox {box.id} is not started (state {box.state.value})")
@@ -256,7 +218,7 @@ class DaytonaTestServer:
             raise HttpError(404, f"Sandbox with ID or name {box.id} not found")
         return proc.returncode, out[:OUTPUT_LIMIT], err[:OUTPUT_LIMIT]
 
-    def upload(self, box: _Box, content_type: str, body: bytes) -> None:
+    def upload(self, box: Box, content_type: str, body: bytes) -> None:
         paths: dict[str, str] = {}
         contents: dict[str, bytes] = {}
         for name, content in parse_multipart(content_type, body):
@@ -271,15 +233,8 @@ class DaytonaTestServer:
             box.path(path)  # inside the sandbox's home, or refused now
             box.uploaded.append((path, contents.get(index, b"")))
         if not self.replay:  # (a replayed run's files are never written)
-            self._write(box, box.uploaded)
+            box.write(box.uploaded)
             box.uploaded = []
-
-    @staticmethod
-    def _write(box: _Box, files: list[tuple[str, bytes]]) -> None:
-        for path, content in files:
-            target = box.path(path)
-            target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_bytes(content)
 
     def handle(self, call: str, params: dict, body: bytes, content_type: str) -> tuple[int, object]:
         if call == "create":
@@ -333,9 +288,9 @@ class DaytonaTestServer:
         replayed = self.replays.answer(key)
         if replayed is not None:
             code, out, err = replayed
-            self._write(box, [(p, c) for p, c in uploaded if "/judge/" in p])
+            box.write([(p, c) for p, c in uploaded if "/judge/" in p])
         else:
-            self._write(box, uploaded)
+            box.write(uploaded)
             code, out, err = self.run(box, req.command, None, None, None,
                                       params.get("vanish", False))
             self.replays.remember(key, code, out, err)

@@ -1,0 +1,112 @@
+"""One sandbox of the local Daytona server: its request, home, container, sessions and live
+processes, and how uploaded files get into it (as its user, when it has one of its own).
+
+Example:
+    box = Box("ab12", request, root, contain=True, privileged=True)
+    box.write([("deepgym/x.py", b"print(1)")])
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import signal
+import subprocess
+import time
+from pathlib import Path, PurePosixPath
+
+from daytona_api_client import CreateSandbox, SandboxState
+
+from . import container
+from .daemon import InnerDaemon
+from .users import SandboxUser
+
+
+class HttpError(Exception):
+    """An error answer of the server: its HTTP status and message."""
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status, self.message = status, message
+
+
+class Box:
+    """One sandbox: its DTO fields, its home directory, its sessions and live processes."""
+
+    def __init__(self, sid: str, request: CreateSandbox, root: Path, contain: bool,
+                 privileged: bool, user: SandboxUser | None = None) -> None:
+        self.id = sid
+        self.request = request
+        self.host_dir = root / sid
+        self.host_dir.mkdir(mode=0o711)
+        self.host_dir.chmod(0o711)
+        self.container: container.Container | None = None
+        if contain:
+            self.container = container.Container(
+                sid, memory_gib=request.memory or 1, disk_gib=request.disk or 3,
+                network=not request.network_block_all, privileged=privileged,
+                disk_dir=root / f"{sid}.disk", user=user).start()
+        self.user = user
+        self.home = self.container.home if contain else str(self.host_dir)
+        self.daemon: InnerDaemon | None = None  # the toolbox on the sandbox's own loopback
+        self.state = SandboxState.STARTED
+        self.auto_stop = request.auto_stop_interval
+        self.auto_delete = request.auto_delete_interval
+        self.sessions: set[str] = set()
+        self.uploaded: list[tuple[str, bytes]] = []  # since the last command (for replay)
+        self.procs: set[subprocess.Popen] = set()
+        self.created = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+
+    def path(self, inside: str) -> Path:
+        """A path of the sandbox (absolute, or relative to its home) as this machine sees it."""
+        full = PurePosixPath(self.home) / inside
+        if ".." in full.parts or not (full == PurePosixPath(self.home)
+                                      or PurePosixPath(self.home) in full.parents):
+            raise HttpError(400, f"path {inside!r} is outside the sandbox's home")
+        return self.container.path(str(full)) if self.container else Path(full)
+
+    def write(self, files: list[tuple[str, bytes]]) -> None:
+        """Uploaded files, written as the toolbox writes them (as the sandbox's user)."""
+        if self.user is not None and files:
+            return _write_as_user(self, files)
+        for path, content in files:
+            target = self.path(path)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(content)
+        return None
+
+    def kill_all(self) -> None:
+        if self.daemon is not None:
+            self.daemon.close()
+            self.daemon = None
+        if self.container is not None:
+            self.container.stop()
+        for proc in list(self.procs):
+            try:
+                os.killpg(proc.pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+
+
+# Writes uploaded files inside the sandbox as its user (the umask and modes of a daemon that
+# runs as that user: directories 0755, files 0644, an existing file kept as it is).
+_WRITER = """
+import json, os, sys
+os.umask(0o022)
+for path, text in json.load(sys.stdin):
+    os.makedirs(os.path.dirname(path), 0o755, exist_ok=True)
+    with open(path, "wb") as f:
+        f.write(text.encode("latin-1"))
+"""
+
+
+def _write_as_user(box: Box, files: list[tuple[str, bytes]]) -> None:
+    paths = [(str(PurePosixPath(box.home) / path), content.decode("latin-1"))
+             for path, content in files]
+    command = "exec python3 -I -S -B -c " + shlex.quote(_WRITER)
+    done = subprocess.run(box.container.argv(command, box.home), input=json.dumps(paths).encode(),
+                          stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, check=False)
+    if done.returncode != 0:
+        tail = done.stderr.decode("utf-8", "replace").strip().splitlines()[-1:]
+        raise HttpError(400, f"cannot write the files: {' '.join(tail) or done.returncode}")
