@@ -7,7 +7,7 @@ provider's resources, all network blocked, and auto-stop and auto-delete set, so
 actor never leaks a paid sandbox for long. A provider keeps the sandboxes it made and hands
 each run one that no other run is using: a fresh work directory per run, the solution under a
 fresh uid, and the run's processes proven gone before the sandbox is used again (a sandbox
-whose cleanup is not proven, whose user is not root, or that failed is deleted instead).
+whose cleanup is not proven, whose runs cannot be root, or that failed is deleted instead).
 Sandboxes are recreated when they die, expire or are evicted, and deleted on ``close``.
 
 A run's bounds. A sandbox serves one run at a time, so in the cloud its own cpu, memory and disk
@@ -28,6 +28,17 @@ same; what is missing is logged once, by name, as the local provider does for we
 isolation. Trusting the sandbox's limits alone was rejected: they protect neither the verdict
 nor the next run. (The test server's sandboxes enforce limits of their own too, for fidelity;
 the provider's are smaller, and they are what the battery's attacks run into.)
+
+All of this needs root. A sandbox whose user is not root (Daytona's default user is
+``daytona``, which its images give passwordless sudo) is probed once, when it is made
+(``privilege``): where ``sudo -n`` runs the user's python as root, every run's program is
+started through it (``sudo -n <python> -I -S -B ...``, the user's PATH given back to the
+runner) and first makes the run's and the judge's directories, which the toolbox uploaded as
+that user, root's alone; the run then gets exactly what it gets in a root sandbox. Where sudo
+is missing or asks for a password, the solution runs as the sandbox's user, so it can read
+the verifier and its test cases, with none of the confinement above; each such sandbox
+serves one run and is deleted after it, and a warning (once) says so and names the fix: a
+snapshot or image whose user is root, or passwordless sudo for its user.
 
 Secrets: the environment's variables and the runner's token travel in a root-only file that
 the in-sandbox program reads and removes; the session command, which every process can read in
@@ -56,13 +67,19 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from deepgym_ray.exceptions import ProviderHTTPError, SandboxError
+from deepgym_ray.exceptions import SandboxError
 from deepgym_ray.judge import JUDGE_FILES, RUNNER
 from deepgym_ray.models import Environment
 from deepgym_ray.sandboxes.base import CommandResult, Sandbox, SandboxProvider, sandbox_path
 from deepgym_ray.sandboxes.daytona import command as cmd
+from deepgym_ray.sandboxes.daytona import privilege
 from deepgym_ray.sandboxes.daytona.calls import bounded, translate
-from deepgym_ray.sandboxes.daytona.options import DaytonaOptions, load_sdk, new_client
+from deepgym_ray.sandboxes.daytona.options import (
+    DaytonaOptions,
+    check_access,
+    load_sdk,
+    new_client,
+)
 
 __all__ = ["DaytonaOptions", "DaytonaProvider"]
 
@@ -75,6 +92,12 @@ JUDGE_HEADROOM_MB = 256
 _WARNED: set[str] = set()
 
 
+def _warn_once(message: str) -> None:
+    if message not in _WARNED:
+        _WARNED.add(message)
+        logger.warning(message)
+
+
 @dataclass
 class _Remote:
     """One Daytona sandbox this provider made; used by one run at a time."""
@@ -82,13 +105,17 @@ class _Remote:
     sdk: Any
     key: tuple
     home: str
-    as_root: bool
+    root: privilege.RootAccess  # how its runs get root (its user is root, or sudo), if at all
     memory_mb: int | None = None  # the sandbox's own memory
     client_index: int = 0  # which of the provider's SDK clients it was made with
     last_used: float = field(default_factory=time.monotonic)
     runs: int = 0
     judge_digest: str | None = None  # which judge files are in its judge directory
     confinement: dict | None = None  # what its first run could apply (see in_sandbox)
+
+    @property
+    def as_root(self) -> bool:
+        return self.root.as_root
 
     @property
     def judge_dir(self) -> str:
@@ -134,25 +161,7 @@ class DaytonaProvider(SandboxProvider):
     def preflight(cls, **options: Any) -> None:
         """Raise SandboxError with one clear line when the SDK is missing, no key is set, or
         the server refuses the key; return quietly when Daytona answers."""
-        sdk = load_sdk()
-        opts = DaytonaOptions(**options).resolved()
-        if not opts.api_key:
-            raise SandboxError("Daytona needs an API key: set DAYTONA_API_KEY or pass api_key")
-        where = opts.api_url or "the default Daytona API"
-        try:
-            client = bounded(new_client, sdk, opts, deadline=opts.call_timeout,
-                             what="connect to Daytona")
-            query = sdk.ListSandboxesQuery(limit=1)
-            bounded(lambda: next(iter(client.list(query, request_timeout=opts.call_timeout)),
-                                 None), deadline=opts.call_timeout, what="list sandboxes")
-        except ProviderHTTPError as exc:
-            if exc.status in (401, 403):
-                raise SandboxError(f"Daytona refused the API key at {where} (HTTP {exc.status})"
-                                   "; check DAYTONA_API_KEY") from None
-            raise SandboxError(f"Daytona at {where} answered HTTP {exc.status}") from None
-        except SandboxError as exc:
-            first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-            raise type(exc)(f"cannot use Daytona at {where}: {first}") from None
+        check_access(DaytonaOptions(**options).resolved())
 
     def client(self) -> Any:
         """The SDK client, made on first use."""
@@ -237,20 +246,22 @@ class DaytonaProvider(SandboxProvider):
                            what="find the sandbox's home", sandbox_id=box.id)
             bounded(box.process.create_session, SESSION, request_timeout=o.call_timeout,
                     deadline=o.call_timeout, what="open a session", sandbox_id=box.id)
+            user = getattr(box, "user", None)
+            root = privilege.RootAccess() if user == "root" else privilege.probe(
+                box, o.call_timeout)
         except SandboxError:
             self._release_client(index)
             self._delete(box)
             raise
         memory = getattr(box, "memory", None)
         remote = _Remote(sdk=box, key=key, home=str(home).rstrip("/"), client_index=index,
-                         as_root=getattr(box, "user", None) == "root",
+                         root=root,
                          memory_mb=int(memory * 1024) if isinstance(memory, (int, float))
                          and memory > 0 else None)
         with self._lock:
             self._remotes[remote.id] = remote
         if not remote.as_root:
-            logger.warning("Daytona sandbox user is %r, not root: solutions run as the runner's "
-                           "user and each sandbox serves one run", getattr(box, "user", None))
+            _warn_once(privilege.weaker_warning(user, root.why_not))
         return remote
 
     def _delete(self, box: Any) -> None:
@@ -314,14 +325,14 @@ class DaytonaProvider(SandboxProvider):
             files={n: data for n, data in run.files.items() if n not in JUDGE_FILES},
             argv=argv, stdin=stdin, env=env or {}, timeout=timeout, uid=run.uid,
             disk_mb=o.disk_mb, max_files=o.max_files, memory_mb=self.run_memory_mb(remote),
-            pids=o.max_processes)
+            pids=o.max_processes, path=remote.root.runner_path)
         uploads = [sdk.FileUpload(source=spec, destination=f"{run.dir}/{cmd.SPEC_FILE}")]
         digest = cmd.judge_digest()
         if digest != remote.judge_digest:  # the judge goes once per sandbox
             uploads += [sdk.FileUpload(source=data, destination=f"{remote.judge_dir}/{name}")
                         for name, data in cmd.judge_files()]
-        request = sdk.SessionExecuteRequest(command=cmd.session_command(remote.judge_dir,
-                                                                        run.dir))
+        request = sdk.SessionExecuteRequest(command=cmd.session_command(
+            remote.judge_dir, run.dir, remote.root.program_prefix()))
         started = time.monotonic()
         try:
             # Both calls on one of our threads (one hand-off per run), each bounded by the
@@ -371,10 +382,8 @@ class DaytonaProvider(SandboxProvider):
             return
         remote.confinement = dict(report.get("held") or {})
         lost = cmd.missing_confinement(report)
-        message = "Daytona sandbox confinement is weaker here: " + "; ".join(lost)
-        if lost and message not in _WARNED:
-            _WARNED.add(message)
-            logger.warning(message)
+        if lost:
+            _warn_once("Daytona sandbox confinement is weaker here: " + "; ".join(lost))
 
     def destroy(self, sandbox: Sandbox) -> None:
         run: _Run = sandbox.handle

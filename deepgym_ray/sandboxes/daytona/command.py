@@ -12,6 +12,9 @@ that program and the run's directory: what every process in the sandbox can read
 Example:
     >>> session_command("/root/deepgym/judge", "/root/deepgym/r1")
     'python3 -I -S -B /root/deepgym/judge/deepgym_daytona_run.py /root/deepgym/r1'
+    >>> session_command("/home/daytona/deepgym/judge", "/home/daytona/deepgym/r1",
+    ...                 ["sudo", "-n", "/usr/bin/python3"])  # doctest: +ELLIPSIS
+    'sudo -n /usr/bin/python3 -I -S -B /home/daytona/deepgym/judge/deepgym_daytona_run.py ...'
 """
 
 from __future__ import annotations
@@ -61,20 +64,24 @@ def solution_dir(run_dir: str) -> str:
 
 def run_spec(*, files: Mapping[str, bytes], argv: Sequence[str], stdin: bytes | None,
              env: Mapping[str, str], timeout: float, uid: int | None, disk_mb: int,
-             max_files: int, memory_mb: int, pids: int) -> bytes:
+             max_files: int, memory_mb: int, pids: int, path: str | None = None) -> bytes:
     """The run's spec file (read and removed by the in-sandbox program before the run, which
-    writes ``files``, relative paths to bytes, into the run's directory first)."""
+    writes ``files``, relative paths to bytes, into the run's directory first); ``path`` is
+    the runner's PATH where the program's own is not the sandbox user's (under sudo)."""
     return json.dumps({
         "files": {name: bytes(data).decode("latin-1") for name, data in files.items()},
         "argv": list(argv), "stdin": (stdin or b"").decode("utf-8", "surrogateescape"),
         "env": dict(env), "timeout": float(timeout), "uid": uid, "disk_mb": int(disk_mb),
         "max_files": int(max_files), "memory_mb": int(memory_mb), "pids": int(pids),
+        "path": path,
     }).encode("utf-8", "surrogateescape")
 
 
-def session_command(judge_dir: str, run_dir: str) -> str:
-    """The session command of one run: the in-sandbox program and the run's directory."""
-    return shlex.join(["python3", "-I", "-S", "-B", f"{judge_dir}/{RUN_PROGRAM}", run_dir])
+def session_command(judge_dir: str, run_dir: str,
+                    python: Sequence[str] = ("python3",)) -> str:
+    """The session command of one run: the in-sandbox program and the run's directory;
+    ``python`` starts the program (``sudo -n <python>`` where the user is not root)."""
+    return shlex.join([*python, "-I", "-S", "-B", f"{judge_dir}/{RUN_PROGRAM}", run_dir])
 
 
 def read_report(stderr: bytes) -> dict[str, Any] | None:

@@ -2,12 +2,15 @@
 
 Shipped once per sandbox next to the judge files (as ``deepgym_daytona_run.py``, with the local
 provider's ``cgroups`` module as ``deepgym_daytona_cgroups.py``) and started by the run's
-session command as ``python3 -I -S -B <judge>/deepgym_daytona_run.py <run dir>``: nothing of
-the run is on a command line, which every process in the sandbox can read in /proc. The run's
-spec (its files, the runner's argv, stdin and environment, the environment's secrets
-included, the deadline, the solution's uid and its bounds) is the file
-``<run dir>/.deepgym-run``, read and removed, and the run's files written into the root-only
-run directory, before anything of the run starts. As root it then:
+session command as ``python3 -I -S -B <judge>/deepgym_daytona_run.py <run dir>`` (where the
+sandbox's user is not root, ``sudo -n <its python> -I -S -B ...``: see ``privilege``): nothing
+of the run is on a command line, which every process in the sandbox can read in /proc. The
+run's spec (its files, the runner's argv, stdin and environment, the environment's secrets
+included, the deadline, the solution's uid and its bounds, the user's PATH under sudo) is the
+file ``<run dir>/.deepgym-run``, read and removed, and the run's files written into the
+root-only run directory, before anything of the run starts. As root it makes the run's
+directory and the judge's root's and writable by root alone (the toolbox of a sandbox whose
+user is not root uploaded them as that user, see :func:`take_ownership`), then:
 
 1. confines the run, as far as the sandbox allows (found out by the sandbox's first run and
    then required of every later one, so a sandbox never silently serves a run less confined):
@@ -35,6 +38,7 @@ import json
 import os
 import signal
 import socket
+import stat
 import struct
 import subprocess
 import sys
@@ -42,7 +46,8 @@ import sys
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
-from deepgym_proc import kill_uid, wait_exit  # noqa: E402 - the judge's files, side by side
+# The judge's files, side by side with this one:
+from deepgym_proc import kill_uid, parent_of, wait_exit  # noqa: E402
 
 SPEC_FILE = ".deepgym-run"
 PROBE_FILE = ".deepgym-confinement.json"  # in the judge dir: what the first run found
@@ -108,16 +113,36 @@ def make_work_area(holder, disk_mb, max_files):
         pass  # only the real daemon keeps such logs, and there this tmpfs mounted
 
 
+def command_output():
+    """The file this command's stdout goes to, or None. Under sudo with I/O logging our
+    stdout is a pipe to sudo, and sudo's stdout is that file."""
+    pid = os.getpid()
+    for _ in range(3):
+        try:
+            target = os.readlink(f"/proc/{pid}/fd/1")
+        except OSError:
+            return None
+        if target.startswith("/"):
+            return target
+        pid = parent_of(pid)
+        try:
+            with open(f"/proc/{pid}/comm", encoding="utf-8") as f:
+                if f.read().strip() != "sudo":
+                    return None
+        except OSError:
+            return None
+    return None
+
+
 def _hide_session_logs():
     """The daemon writes each session command's output to a file (this command's stdout);
     the directory of all sessions' logs gets an empty tmpfs over it in this namespace (our
     open stdout still reaches the daemon)."""
-    try:
-        log = os.readlink("/proc/self/fd/1")
-    except OSError:
+    log = command_output()
+    if log is None:
         return
     sessions = os.path.dirname(os.path.dirname(os.path.dirname(log)))
-    if log.startswith("/") and os.path.basename(sessions) == "sessions":
+    if os.path.basename(sessions) == "sessions":
         _mount("deepgym", sessions, "tmpfs", MS_NOSUID | MS_NODEV, "size=64k,mode=0700")
 
 
@@ -193,8 +218,10 @@ def run_runner(spec, run_dir, launch_cgroups):
     config = json.loads(spec["stdin"]) if spec.get("stdin") else {}
     if launch_cgroups:
         config.setdefault("launch", {})["cgroups"] = launch_cgroups
-    env = {"PATH": os.environ.get("PATH") or "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8",
-           "HOME": run_dir, "TMPDIR": run_dir, **spec.get("env", {})}
+    # Under sudo, PATH is sudo's own: the spec gives the sandbox user's back.
+    path = spec.get("path") or os.environ.get("PATH") or "/usr/local/bin:/usr/bin:/bin"
+    env = {"PATH": path, "LANG": "C.UTF-8", "HOME": run_dir, "TMPDIR": run_dir,
+           **spec.get("env", {})}
     proc = subprocess.Popen(spec["argv"], cwd=run_dir, env=env, stdin=subprocess.PIPE,
                             start_new_session=True, close_fds=True)
     try:  # the out-of-memory killer must never pick this program (started before: not its children)
@@ -258,11 +285,29 @@ def write_files(run_dir, files):
             f.write(text.encode("latin-1"))
 
 
+def take_ownership(run_dir):
+    """As root: the run's directory and the judge's are root's, and only root may write in
+    them. Where the sandbox's user is not root (runs are root through sudo), its toolbox
+    uploaded them as that user, with its umask's modes: a judge file the solution's uid could
+    write would be code that later runs execute as root."""
+    os.chown(run_dir, 0, 0)
+    for path in [HERE] + [os.path.join(HERE, name) for name in os.listdir(HERE)]:
+        found = os.lstat(path)
+        if stat.S_ISLNK(found.st_mode):
+            raise OSError(f"{path} is a symbolic link")
+        if (found.st_uid, found.st_gid) != (0, 0):
+            os.chown(path, 0, 0, follow_symlinks=False)
+        if found.st_mode & 0o022:
+            os.chmod(path, stat.S_IMODE(found.st_mode) & ~0o022)
+
+
 def main():
     run_dir = os.path.abspath(sys.argv[1])
     holder, work = run_dir + "-s", os.path.join(run_dir + "-s", "work")
     spec_path = os.path.join(run_dir, SPEC_FILE)
-    os.chmod(run_dir, 0o700)
+    os.chmod(run_dir, 0o700)  # before the spec is read: it holds the run's secrets
+    if os.geteuid() == 0:
+        take_ownership(run_dir)
     with open(spec_path, encoding="utf-8") as f:
         spec = json.load(f)
     os.unlink(spec_path)

@@ -1,4 +1,4 @@
-"""The Daytona provider's settings, and the SDK and its client, loaded on first use.
+"""The Daytona provider's settings, the SDK and its client (loaded on first use), the key's check.
 
 Example:
     >>> DaytonaOptions(api_key="k", disk_mb=64).disk_mb
@@ -12,7 +12,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from deepgym_ray.exceptions import SandboxError
+from deepgym_ray.exceptions import ProviderHTTPError, SandboxError
+from deepgym_ray.sandboxes.daytona.calls import bounded
 
 _INSTALL_HINT = "pip install 'deepgym_ray[daytona]'"
 
@@ -76,3 +77,26 @@ def new_client(sdk: Any, options: DaytonaOptions) -> Any:
     config = sdk.DaytonaConfig(api_key=options.api_key, api_url=options.api_url,
                                target=options.target, connection_pool_maxsize=pool)
     return sdk.Daytona(config)
+
+
+def check_access(opts: DaytonaOptions) -> None:
+    """Raise SandboxError with one clear line when the SDK is missing, no key is set, or the
+    server refuses the key (the provider's preflight); return quietly when Daytona answers."""
+    sdk = load_sdk()
+    if not opts.api_key:
+        raise SandboxError("Daytona needs an API key: set DAYTONA_API_KEY or pass api_key")
+    where = opts.api_url or "the default Daytona API"
+    try:
+        client = bounded(new_client, sdk, opts, deadline=opts.call_timeout,
+                         what="connect to Daytona")
+        query = sdk.ListSandboxesQuery(limit=1)
+        bounded(lambda: next(iter(client.list(query, request_timeout=opts.call_timeout)), None),
+                deadline=opts.call_timeout, what="list sandboxes")
+    except ProviderHTTPError as exc:
+        if exc.status in (401, 403):
+            raise SandboxError(f"Daytona refused the API key at {where} (HTTP {exc.status})"
+                               "; check DAYTONA_API_KEY") from None
+        raise SandboxError(f"Daytona at {where} answered HTTP {exc.status}") from None
+    except SandboxError as exc:
+        first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise type(exc)(f"cannot use Daytona at {where}: {first}") from None
