@@ -96,3 +96,21 @@ def daytona_server():
         yield server
     finally:
         server.stop()
+
+
+@pytest.fixture(scope="session")
+def daytona_sudo_server():
+    """The local Daytona server whose sandboxes' user is ``daytona`` (a uid of its own, home
+    /home/daytona) with passwordless real sudo, as in Daytona's default images; commands and
+    uploads run as that user (see tests/daytona_server/users.py)."""
+    pytest.importorskip("daytona")
+    from daytona_server import DaytonaTestServer
+
+    try:
+        server = DaytonaTestServer(user="daytona", sudo="nopasswd", contain=True).start()
+    except RuntimeError as exc:  # not root, no containers or no sudo here
+        pytest.skip(f"no Daytona test server with a sudo user here: {exc}")
+    try:
+        yield server
+    finally:
+        server.stop()

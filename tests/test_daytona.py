@@ -4,11 +4,10 @@
 from __future__ import annotations
 
 import logging
-import os
 import sys
-from pathlib import Path
 
 import pytest
+from daytona_helpers import ENV, WRONG, options
 from envs_wrong_solutions import SUBTLY_WRONG
 
 from deepgym_ray import sandboxes
@@ -30,9 +29,6 @@ pytest.importorskip("daytona")
 from deepgym_ray.sandboxes.daytona import DaytonaProvider  # noqa: E402
 from deepgym_ray.sandboxes.daytona.calls import bounded, translate  # noqa: E402
 
-ENV = load_environment("coin_change")
-WRONG = "def coin_change(coins, amount):\n    raise ValueError(\"no idea\")\n"
-
 
 @pytest.fixture
 def server(daytona_server):
@@ -41,14 +37,10 @@ def server(daytona_server):
     daytona_server.faults.clear()
 
 
-def _options(server, **extra):
-    return {"api_key": server.api_key, "api_url": server.url, **extra}
-
-
 @pytest.fixture(scope="module")
 def pool_client(daytona_server, ray_local):
     """One Daytona client and its Ray pool for the module (actors import the SDK once)."""
-    config = DeepGymConfig(mode="daytona", provider_options=_options(daytona_server,
+    config = DeepGymConfig(mode="daytona", provider_options=options(daytona_server,
                                                                       call_timeout=5.0),
                            pool=PoolConfig(name="daytona-tests", actors=2, actor_concurrency=8,
                                            num_cpus_per_actor=0.1))
@@ -142,7 +134,7 @@ def test_a_missing_key_or_sdk_fails_at_client_creation(server, monkeypatch):
         DeepGym(mode="daytona", backend="threads", api_url=server.url)
     monkeypatch.setitem(sys.modules, "daytona", None)
     with pytest.raises(SandboxError, match=r"needs the 'daytona' SDK"):
-        DaytonaProvider.preflight(**_options(server))
+        DaytonaProvider.preflight(**options(server))
 
 
 def test_an_unreachable_server_fails_at_client_creation(server):
@@ -244,201 +236,6 @@ def test_a_batch_with_faults_sprinkled_in_gets_one_verdict_per_input(pool_client
     assert len(results) == len(answers)
     assert all(r.has_verdict for r in results), [r.details for r in results if not r.has_verdict]
     assert [r.score for r in results] == [1.0 if i % 3 else 0.0 for i in range(30)]
-
-
-LEAKER = ("import os, time\n"
-          "open('/tmp/deepgym-leak', 'w').write('left')\n"
-          "if os.fork() == 0:\n    os.setsid()\n    time.sleep(600)\n    os._exit(0)\n"
-          "def coin_change(coins, amount):\n    return -1\n")
-
-
-class _Recording(DaytonaProvider):
-    """Keeps every sandbox it hands out (to look at them after the runs)."""
-
-    def __init__(self, **options):
-        super().__init__(**options)
-        self.made = []
-
-    def create(self, env):
-        sandbox = super().create(env)
-        self.made.append(sandbox)
-        return sandbox
-
-
-def _inside(server, sandbox, path):
-    """A path of the sandbox (a container of the test server) as this machine sees it."""
-    return server.boxes[sandbox.handle.remote.id].container.path(path)
-
-
-def _left_in_sandbox(server, sandbox):
-    """What the runs left in the sandbox: run directories, mounts, cgroups, temp files."""
-    box = server.boxes[sandbox.handle.remote.id]
-    deepgym = _inside(server, sandbox, f"{box.home}/deepgym")
-    left = [f"dir {p.name}" for p in deepgym.iterdir() if p.name != "judge"]
-    mounts = Path(f"/proc/{box.container.pid}/mountinfo").read_text().splitlines()
-    left += [f"mount {line.split()[4]}" for line in mounts if "/deepgym/" in line]
-    groups = box.container.groups["memory"]
-    left += [f"cgroup {g.name}" for g in groups.iterdir() if g.name.startswith("deepgym-")]
-    if _inside(server, sandbox, "/tmp/deepgym-leak").exists():
-        left.append("/tmp/deepgym-leak")
-    return left
-
-
-def test_sandboxes_are_reused_cleaned_and_deleted_on_close(server):
-    provider = _Recording(**_options(server))
-    client = DeepGym(provider=provider, backend="threads")
-    assert client.run_safe(ENV, LEAKER).has_verdict
-    assert client.run(ENV, ENV.reference_solution).score == 1.0
-    made = provider.made
-    assert len({s.handle.remote.id for s in made}) == 1  # one sandbox served both runs
-    for sandbox in made:  # nothing the runs started is left (the server runs them here)
-        assert not _processes_of(sandbox.handle.uid), sandbox
-    assert _left_in_sandbox(server, made[0]) == []
-    held = provider.live_sandboxes()
-    assert held and set(held) <= set(server.live_sandboxes())
-    client.close()
-    provider.close()
-    assert not set(held) & set(server.live_sandboxes())
-
-
-PROBE_VERIFIER = """
-import json
-from deepgym_solution import load_solution
-
-def verify(solution_path, test_cases_path=None):
-    facts = load_solution(solution_path).facts()
-    return {"score": 1.0, "passed": True, "details": json.dumps(facts)}
-"""
-
-PROBE = """
-import os, socket
-
-def _group(controller):
-    for line in open("/proc/self/cgroup").read().splitlines():
-        _, names, path = line.split(":", 2)
-        if controller in names.split(","):
-            return "/sys/fs/cgroup/" + controller + path
-
-def facts():
-    vfs = os.statvfs(".")
-    try:
-        socket.create_connection(("127.0.0.1", 2280), timeout=2).close()
-        daemon = "reached"
-    except OSError:
-        daemon = "unreachable"
-    cmdlines = b"".join(open(f"/proc/{p}/cmdline", "rb").read() for p in os.listdir("/proc")
-                        if p.isdigit() and os.path.exists(f"/proc/{p}/cmdline"))
-    return {"disk": vfs.f_blocks * vfs.f_frsize, "inodes": vfs.f_files,
-            "tmp_is_the_work_area": os.stat("/tmp").st_dev == os.stat(".").st_dev,
-            "memory": int(open(_group("memory") + "/memory.limit_in_bytes").read()),
-            "pids": open(_group("pids") + "/pids.max").read().strip(),
-            "daemon": daemon, "secret_in_a_cmdline": b"not-for-cmdlines" in cmdlines}
-"""
-
-
-def test_each_run_is_held_by_bounds_of_its_own_inside_the_sandbox(server):
-    """The per-run bounds are the provider's own (a tmpfs of disk_mb/max_files that /tmp is
-    part of, cgroups below the sandbox's memory), not the sandbox's: the attacks of the
-    battery fail on these, and would on the real service wherever the sandbox allows them."""
-    from deepgym_ray.models import Environment
-
-    env = Environment(name="probe", verifier_code=PROBE_VERIFIER, timeout=30, case_timeout=10,
-                      env_vars={"DG_PROBE": "not-for-cmdlines"})
-    provider = DaytonaProvider(**_options(server, disk_mb=64, max_files=500, max_processes=40))
-    client = DeepGym(provider=provider, backend="threads")
-    try:
-        import json
-
-        facts = json.loads(client.run(env, PROBE).details)
-    finally:
-        client.close()
-    assert facts == {"disk": 64 << 20, "inodes": 500, "tmp_is_the_work_area": True,
-                     "memory": (1024 - 256) << 20, "pids": "40", "daemon": "unreachable",
-                     "secret_in_a_cmdline": False}
-
-
-@pytest.fixture(scope="module")
-def unprivileged_server():
-    """A server whose sandboxes are default (unprivileged) containers: nothing inside can
-    mount, make namespaces or cgroups."""
-    from daytona_server import DaytonaTestServer
-
-    server = DaytonaTestServer(privileged=False).start()
-    try:
-        yield server
-    finally:
-        server.stop()
-
-
-def test_an_unprivileged_sandbox_judges_right_and_says_what_it_lacks(unprivileged_server,
-                                                                     caplog):
-    server = unprivileged_server
-    provider = _Recording(**_options(server))
-    client = DeepGym(provider=provider, backend="threads")
-    try:
-        with caplog.at_level(logging.WARNING, logger="deepgym_ray.sandboxes.daytona"):
-            leaked = client.run_safe(ENV, LEAKER)
-            assert leaked.has_verdict and not leaked.passed
-            assert client.run(ENV, ENV.reference_solution).score == 1.0
-        warnings = [r.getMessage() for r in caplog.records if "confinement" in r.getMessage()]
-        assert len(warnings) <= 1  # once per process and message (an earlier test may have)
-        # Cleanup is still proven (by the run's uid) and what the leaker left in the shared
-        # /tmp removed, so the sandbox served the second run too.
-        made = provider.made
-        assert len({s.handle.remote.id for s in made}) == 1
-        assert not _processes_of(made[0].handle.uid)
-        assert _left_in_sandbox(server, made[0]) == []
-        assert made[0].handle.remote.confinement == dict.fromkeys(
-            ("namespaces", "work_area", "cgroups"), False)
-    finally:
-        client.close()
-        provider.close()
-
-
-def test_the_warning_names_each_missing_confinement():
-    from deepgym_ray.sandboxes.daytona.command import missing_confinement
-
-    words = " ".join(missing_confinement({"missing": {"namespaces": "EPERM", "work_area": "x",
-                                                      "cgroups": "read-only"}}))
-    for what in ("toolbox daemon", "tmpfs work area", "per-run cgroups", "EPERM", "read-only"):
-        assert what in words
-
-
-def test_a_sandbox_never_serves_a_run_less_confined_than_its_first(server):
-    """What the first run could apply is required of every later run in that sandbox: one
-    that cannot is not judged (and the sandbox is deleted), never run weaker in silence."""
-    provider = _Recording(**_options(server))
-    client = DeepGym(provider=provider, backend="threads")
-    try:
-        assert client.run(ENV, ENV.reference_solution).score == 1.0
-        first = provider.made[0]
-        box = server.boxes[first.handle.remote.id]
-        probe = _inside(server, first, f"{box.home}/deepgym/judge/.deepgym-confinement.json")
-        assert '"namespaces": true' in probe.read_text()
-        box.container.privileged = False  # the sandbox's commands lose CAP_SYS_ADMIN
-        with pytest.raises(SandboxError, match="held before"):
-            client.run(ENV, ENV.reference_solution)
-        assert first.handle.remote.id not in provider.live_sandboxes()
-    finally:
-        client.close()
-        provider.close()
-
-
-def _processes_of(uid):
-    """Live processes of ``uid``. A zombie is dead (it runs nothing and holds nothing but its
-    pid); an orphan's waits for this machine's init, which reaps lazily, to collect it."""
-    found = []
-    for entry in os.listdir("/proc"):
-        try:
-            with open(f"/proc/{entry}/status") as f:
-                status = f.read()
-        except OSError:
-            continue
-        fields = dict(line.split(":", 1) for line in status.splitlines() if ":" in line)
-        if fields.get("State", "").split()[:1] != ["Z"] \
-                and fields.get("Uid", "").split()[:1] == [str(uid)]:
-            found.append(entry)
-    return found
 
 
 # -- configuration and the command line -------------------------------------------------------

@@ -39,14 +39,14 @@ class Battery:
 
     def __init__(self, case: ProviderCase, ledger_dir: str) -> None:
         self.case = case
-        self.ledger = os.path.join(ledger_dir, f"ledger-{case.mode}.jsonl")
+        self.ledger = os.path.join(ledger_dir, f"ledger-{case.label}.jsonl")
         self.factory = case.factory(self.ledger)
         self.client = DeepGym(mode=case.mode, backend="threads", provider=self.factory)
         self._pool_client: DeepGym | None = None
 
     def pool_client(self) -> DeepGym:
         if self._pool_client is None:
-            pool = PoolConfig(name=f"security-{self.case.mode}-{uuid.uuid4().hex[:6]}",
+            pool = PoolConfig(name=f"security-{self.case.label}-{uuid.uuid4().hex[:6]}",
                               actors=2, actor_concurrency=2, num_cpus_per_actor=0,
                               max_retries=1)
             config = DeepGymConfig(mode=self.case.mode, backend="ray", pool=pool,

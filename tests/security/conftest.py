@@ -7,6 +7,7 @@ that cannot be built here skips with its reason (a failure under CI, see tests/c
 from __future__ import annotations
 
 import dataclasses
+import os
 import shutil
 import tempfile
 
@@ -19,7 +20,7 @@ from providers_under_test import PROVIDERS
 plant_host_canary()
 
 
-@pytest.fixture(scope="session", params=PROVIDERS, ids=[case.mode for case in PROVIDERS])
+@pytest.fixture(scope="session", params=PROVIDERS, ids=[case.label for case in PROVIDERS])
 def battery(request):
     """The battery's client for one provider, shared by every attack of the session."""
     case = request.param
@@ -39,6 +40,24 @@ def battery(request):
         shutil.rmtree(ledger_dir, ignore_errors=True)
 
 
+def pytest_collection_modifyitems(config, items):
+    """A provider case that names its ``attacks`` runs only those: the others are deselected
+    (not skipped), unless DEEPGYM_FULL_BATTERY=1."""
+    if os.environ.get("DEEPGYM_FULL_BATTERY") == "1":
+        return
+    keep, drop = [], []
+    for item in items:
+        callspec = getattr(item, "callspec", None)
+        case = callspec.params.get("battery") if callspec is not None else None
+        attack = getattr(getattr(item, "module", None), "ATTACK", None)
+        left_out = getattr(case, "attacks", None) is not None and attack is not None \
+            and attack.name not in case.attacks
+        (drop if left_out else keep).append(item)
+    if drop:
+        config.hook.pytest_deselected(items=drop)
+        items[:] = keep
+
+
 @pytest.fixture(autouse=True)
 def known_gap(request):
     """An attack listed in its provider's ``known_gaps`` is a strict xfail, with the reason."""
@@ -47,7 +66,7 @@ def known_gap(request):
     attack = getattr(request.module, "ATTACK", None)
     if case is not None and attack is not None and attack.name in case.known_gaps:
         request.applymarker(pytest.mark.xfail(
-            strict=True, reason=f"known gap of {case.mode}: {case.known_gaps[attack.name]}"))
+            strict=True, reason=f"known gap of {case.label}: {case.known_gaps[attack.name]}"))
 
 
 @pytest.fixture

@@ -134,6 +134,14 @@ class ProviderCase:
     # Attacks known to get through this provider today: attack name -> what is missing. Their
     # tests are strict xfails, so one that starts to hold fails until it leaves this list.
     known_gaps: dict[str, str] = field(default_factory=dict)
+    name: str | None = None  # its test id, where one mode is tested in several setups
+    # The attacks it runs (None: all); the others are deselected, never skipped, unless
+    # DEEPGYM_FULL_BATTERY=1 (for a setup whose full battery runs by hand, not in CI).
+    attacks: frozenset[str] | None = None
+
+    @property
+    def label(self) -> str:
+        return self.name or self.mode
 
     def unavailable(self) -> str | None:
         """Why this provider cannot run here, or None when it can."""
@@ -187,4 +195,16 @@ PROVIDERS = [
     ProviderCase("docker", {"image": os.environ.get("DEEPGYM_DOCKER_IMAGE",
                                                     "deepgym/python:3-bookworm")}),
     ProviderCase("daytona", server="daytona_server"),
+    # Daytona's default: the sandbox's user is not root (``daytona``) and has passwordless
+    # sudo, through which each run's program becomes root (a uid of its own, in the server).
+    # The same program and judge as the case above: in CI, the attacks on what differs (who
+    # owns and may read or write what, the uids, root's tools, cleanup); the full battery by
+    # hand (DEEPGYM_FULL_BATTERY=1 ... -k daytona-sudo).
+    ProviderCase("daytona", server="daytona_sudo_server", name="daytona-sudo",
+                 attacks=frozenset({
+                     "read_verifier_and_tests", "read_proc_of_others", "read_host_env_secrets",
+                     "fake_result_line", "guess_token", "rewrite_runner_modules",
+                     "symlink_planting", "setuid_escalation", "sudo_escalation",
+                     "ptrace_attach", "survivor_double_fork", "survivor_hydra", "disk_fill",
+                     "four_children_3gb", "sandbox_control_daemon"})),
 ]
