@@ -32,22 +32,24 @@ def judge(provider, code: str, **env):
 
 
 MEMORY = '''
-import os, time
+import os
 
 def attack():
+    release_r, release_w = os.pipe()  # never written: each child holds its block until the end
     readers = []
     for _ in range(4):  # 4 x 200 MB, each under the 512 MB per-process limit
         r, w = os.pipe()
         if os.fork() == 0:
             os.close(r)
+            os.close(release_w)
             block = b"x" * (200 << 20)
             os.write(w, b"1")
-            time.sleep(2)
+            os.read(release_r, 1)  # a child that let go first would make "at once" a lie
             os._exit(0)
         os.close(w)
         readers.append(r)
     held = sum(len(os.read(r, 1)) for r in readers)
-    return held == 4  # all four held their 200 MB at once: 800 MB in a 512 MB run
+    return held == 4  # all four hold their 200 MB at once: 800 MB in a 512 MB run
 '''
 
 
@@ -92,13 +94,13 @@ def test_inodes_are_limited_across_the_runs_files(provider):
 
 
 THREADS = '''
-import threading, time
+import threading
 
 def attack():
-    started = []
+    started, never = [], threading.Event()  # each thread lives to the end: all 40 at once
     try:
         for _ in range(40):  # threads count: 40 in a run of 24 tasks
-            t = threading.Thread(target=time.sleep, args=(1,), daemon=True)
+            t = threading.Thread(target=never.wait, daemon=True)
             t.start()
             started.append(t)
     except RuntimeError:

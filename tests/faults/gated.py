@@ -84,6 +84,12 @@ class GatedProvider(ForwardingProvider):
         if tempdir is not None:  # this actor's process works there (the test's small disk)
             tempfile.tempdir = tempdir
         super().__init__(make_provider("local"))
+        if tempdir is not None:
+            from deepgym_ray.sandboxes.local.workarea import WorkRoot
+
+            # As where the provider cannot mount its own tmpfs for the runners (not root, or
+            # the mount refused): their files go on the temp directory's disk, the full one.
+            self.inner._work_root = WorkRoot(mount=False)
         self.gate = ray.get_actor(gate, namespace=NAMESPACE)
         self.fault = fault
 

@@ -1,4 +1,5 @@
-"""The work disk is full (TMPDIR on a tiny tmpfs the test fills): never a verdict."""
+"""The work disk is full (TMPDIR on a tiny tmpfs the test fills, where the runs' files go when
+the provider has no tmpfs of its own for them): never a verdict."""
 
 from __future__ import annotations
 
