@@ -37,6 +37,8 @@ RUNTIME_ERROR = "runtime_error"
 VERIFIER_ERROR = "verifier_error"
 TIMEOUT = "timeout"
 INVALID_SCORE = "invalid_score"
+# The run's caller gave up on it and its processes were stopped: it judged nothing.
+CANCELLED = "cancelled"
 SOLUTION_ERROR = "solution_error"
 SOLUTION_TIMEOUT = "solution_timeout"
 POLICY_SANDBOX_FAILURE = "policy_sandbox_failure"

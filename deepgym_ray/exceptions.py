@@ -105,6 +105,14 @@ class TimeoutError(DeepGymError, builtins.TimeoutError):  # noqa: A001 - the pub
 
 DeepGymTimeoutError = TimeoutError
 
+
+class RunCancelledError(DeepGymError):
+    """The run's caller gave up on it (a map given up: Ctrl-C, a closed generator, a trainer
+    that stopped), and its processes were stopped before it judged anything. Never a verdict;
+    never retried."""
+
+    error_type = contract.CANCELLED
+
 # HTTP statuses that are the provider's fault or refuse our credentials: never the answer's.
 INFRASTRUCTURE_HTTP_STATUSES = frozenset({401, 403, 429})
 

@@ -25,6 +25,7 @@ NO_VERDICT_ERRORS = [
     "verifier_error",
     "timeout",
     "invalid_score",
+    "cancelled",
     "provider_error",
     "something_nobody_defined",
     "",

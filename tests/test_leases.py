@@ -17,7 +17,7 @@ class _Counter:
         self.now = self.peak = 0
         self.order: list[int] = []
 
-    def run(self, i: int, delay: float) -> int:
+    def run(self, i: int, delay: float, _cancel=None) -> int:
         with self.lock:
             self.now += 1
             self.peak = max(self.peak, self.now)
@@ -55,11 +55,11 @@ def test_leases_of_different_keys_are_independent():
 
 
 def test_an_error_frees_the_slot_and_reaches_its_future_only():
-    def boom(_a, _b):
+    def boom(_a, _b, _cancel):
         raise ValueError("bad run")
 
     leases = Leases(ThreadPoolExecutor(4))
-    futures = leases.submit("k", 1, [(boom, 0, 0), (lambda a, b: a + b, 2, 3)])
+    futures = leases.submit("k", 1, [(boom, 0, 0), (lambda a, b, _: a + b, 2, 3)])
     with pytest.raises(ValueError, match="bad run"):
         futures[0].result()
     assert futures[1].result() == 5
@@ -69,8 +69,32 @@ def test_an_error_frees_the_slot_and_reaches_its_future_only():
 def test_work_arriving_after_its_call_was_cancelled_never_starts():
     started = []
     leases = Leases(ThreadPoolExecutor(4))
-    assert leases.cancel("call-7-") == 0  # given up before its chunk got here
-    late = leases.submit("call-7-actor-0", 2, [(lambda a, b: started.append(a), 1, 0)] * 3)
-    other = leases.submit("call-8-actor-0", 2, [(lambda a, b: a + b, 2, 3)])
+    assert leases.cancel("call-7-") == (0, 0)  # given up before its chunk got here
+    late = leases.submit("call-7-actor-0", 2, [(lambda a, b, _: started.append(a), 1, 0)] * 3)
+    other = leases.submit("call-8-actor-0", 2, [(lambda a, b, _: a + b, 2, 3)])
     assert all(f.cancelled() for f in late) and started == []
     assert other[0].result() == 5 and leases.active() == 0
+
+
+def test_cancel_sets_the_signal_of_each_running_item_and_drops_the_queued():
+    started = threading.Barrier(3)  # two runs and this test
+
+    def wait_for_cancel(i, _b, cancel):
+        started.wait(timeout=30)
+        return i, cancel.fileno() is not None and _woken(cancel)
+
+    leases = Leases(ThreadPoolExecutor(4))
+    futures = leases.submit("call-9-actor-0", 2, [(wait_for_cancel, i, 0) for i in range(5)])
+    started.wait(timeout=30)  # both slots are running, three items queued
+    assert leases.cancel("call-9-") == (3, 2)
+    assert [f.result(timeout=30) for f in futures[:2]] == [(0, True), (1, True)]
+    assert all(f.cancelled() for f in futures[2:])
+    assert leases.active() == 0
+
+
+def _woken(cancel) -> bool:
+    """Blocks until the signal's descriptor is readable (it is, once cancel() set it)."""
+    import select
+
+    ready, _, _ = select.select([cancel.fileno()], [], [], 30)
+    return bool(ready) and cancel.is_set()

@@ -21,27 +21,41 @@ import time
 __all__ = ["Drain", "kill_as", "kill_uid", "parent_of", "uid_processes", "wait_exit"]
 
 
-def wait_exit(proc, timeout):
-    """Wait for ``proc`` to exit; False at the deadline. A pidfd wakes us the moment it exits
-    (``Popen.wait(timeout)`` polls with sleeps growing to 50 ms, a cost on every run)."""
+def wait_exit(proc, timeout, wake=None):
+    """Wait for ``proc`` to exit; False at the deadline, or once the descriptor ``wake`` (if
+    given) is readable: the run was given up, and the caller kills it as at the deadline.
+    A pidfd wakes us the moment it exits (``Popen.wait(timeout)`` polls with sleeps growing to
+    50 ms, a cost on every run)."""
     own = getattr(proc, "wait_for", None)  # a zygote's child: not ours to pidfd by pid
     if own is not None:
         return own(timeout)
     try:
         pidfd = os.pidfd_open(proc.pid)
     except (AttributeError, OSError):  # no pidfd (old kernel or not Linux)
+        return _wait_polling(proc, timeout, wake)
+    try:
+        waiting = [pidfd] if wake is None else [pidfd, wake]
+        ready, _, _ = select.select(waiting, [], [], max(0.0, timeout))
+    finally:
+        os.close(pidfd)
+    if pidfd not in ready:
+        return proc.poll() is not None
+    proc.wait()
+    return True
+
+
+def _wait_polling(proc, timeout, wake):
+    if wake is None:
         try:
             proc.wait(timeout=timeout)
             return True
         except subprocess.TimeoutExpired:
             return False
-    try:
-        ready, _, _ = select.select([pidfd], [], [], max(0.0, timeout))
-    finally:
-        os.close(pidfd)
-    if not ready:
-        return proc.poll() is not None
-    proc.wait()
+    deadline = time.monotonic() + timeout
+    while proc.poll() is None:
+        left = deadline - time.monotonic()
+        if left <= 0 or select.select([wake], [], [], min(left, 0.05))[0]:
+            return False
     return True
 
 

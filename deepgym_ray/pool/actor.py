@@ -8,7 +8,10 @@ runs go at once on this actor, so it can send work ahead of its slots without ex
 It also counts the runs it has in flight, so tests can check the pool's backpressure, and
 records Ray metrics (``ray.util.metrics``: runs by outcome, no-verdict runs by error type, run
 latency, queue wait), which Ray's dashboard and Prometheus show. A caller that gives up on a map
-(Ctrl-C, a closed generator) withdraws its queued runs here with :meth:`VerifierActor.cancel`.
+(Ctrl-C, a closed generator) withdraws its queued runs here with :meth:`VerifierActor.cancel`,
+which also stops its running ones: each run started for a lease has its own cancel signal,
+passed down to the provider, which kills the run's processes as at its deadline. A stopped
+run's result (``cancelled``, no verdict) goes nowhere: its caller is gone.
 
 Example:
     actor = VerifierActor.remote(Scorer("local"), "deepgym", 0, 1, 4)
@@ -27,10 +30,12 @@ from typing import Any
 
 import ray
 
+from deepgym_ray import contract
 from deepgym_ray.exceptions import error_type_for
 from deepgym_ray.models import Environment, RunResult
 from deepgym_ray.pool.niceness import take_node_niceness
 from deepgym_ray.pool.slots import Leases
+from deepgym_ray.sandboxes.base import CancelSignal
 from deepgym_ray.scoring import Scorer
 
 __all__ = ["VerifierActor"]
@@ -68,8 +73,10 @@ class _Metrics:
     def record(self, result: RunResult, seconds: float, waited: float) -> None:
         outcome = "passed" if result.has_verdict and result.passed else (
             "failed" if result.has_verdict else "no_verdict")
+        if result.error_type == contract.CANCELLED:  # given up by its caller: not an outage
+            outcome = "cancelled"
         self.runs.inc(1, {**self.tags, "outcome": outcome})
-        if not result.has_verdict:
+        if outcome == "no_verdict":
             self.no_verdict.inc(1, {**self.tags, "error_type": result.error_type or "unknown"})
         self.latency.observe(seconds, self.tags)
         self.queue_wait.observe(waited, self.tags)
@@ -105,7 +112,8 @@ class VerifierActor:
         self._max_in_flight = 0
         self._runs = 0
         self._no_verdict = 0
-        self._cancelled = 0
+        self._withdrawn = 0  # queued runs of given-up calls, dropped before they started
+        self._stopped = 0  # running runs of given-up calls, stopped
         self._metrics = _Metrics(pool)
         self._chunks = 0
         self._env_fetches = 0
@@ -132,7 +140,8 @@ class VerifierActor:
                 max_in_flight=self._max_in_flight,
                 runs=self._runs,
                 no_verdict=self._no_verdict,
-                cancelled=self._cancelled,
+                withdrawn=self._withdrawn,
+                stopped=self._stopped,
                 chunks=self._chunks,
                 env_fetches=self._env_fetches,
                 cached_envs=len(self._envs),
@@ -174,12 +183,14 @@ class VerifierActor:
 
     @ray.method(concurrency_group="control")
     def cancel(self, lease_prefix: str) -> int:
-        """Withdraw the queued runs of every lease whose key starts with ``lease_prefix`` (a
-        map call that was given up); returns how many. Runs already started finish."""
-        withdrawn = self._leases.cancel(lease_prefix)
+        """Give up on every lease whose key starts with ``lease_prefix`` (a map call that was
+        given up): withdraw its queued runs and stop its running ones (their processes are
+        killed as at the deadline). Returns how many runs that took back."""
+        withdrawn, stopped = self._leases.cancel(lease_prefix)
         with self._lock:
-            self._cancelled += withdrawn
-        return withdrawn
+            self._withdrawn += withdrawn
+            self._stopped += stopped
+        return withdrawn + stopped
 
     def _environment(self, key: str, refs: list[ray.ObjectRef]) -> Environment:
         with self._lock:
@@ -201,13 +212,14 @@ class VerifierActor:
                     self._envs.popitem(last=False)
         return env
 
-    def _run_one(self, env: Environment, code: str, arrived: float | None = None) -> RunResult:
+    def _run_one(self, env: Environment, code: str, cancel: CancelSignal | None = None, *,
+                 arrived: float | None = None) -> RunResult:
         with self._lock:
             self._in_flight += 1
             self._max_in_flight = max(self._max_in_flight, self._in_flight)
         start = time.monotonic()
         try:
-            result = self._scorer.run_safe(env, code)
+            result = self._scorer.run_safe(env, code, cancel)
             if not isinstance(result, RunResult):
                 raise TypeError(f"run_safe returned {type(result).__name__}, not a RunResult")
         except Exception as exc:  # run_safe promises never to raise; if it does: no verdict
@@ -223,7 +235,7 @@ class VerifierActor:
                 self._runs += 1
                 self._run_log.append((start, end))
         with self._lock:
-            self._no_verdict += not result.has_verdict
+            self._no_verdict += not result.has_verdict and result.error_type != contract.CANCELLED
         self._metrics.record(result, end - start, start - (arrived or start))
         if result.env_name is None:
             result = result.model_copy(update={"env_name": env.name})

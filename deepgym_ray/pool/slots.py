@@ -2,12 +2,16 @@
 
 A map call gives each actor a share of its ``max_parallel`` (the lease's slots) and may send
 more work than that; what is over the share waits here, in order, and starts the moment one of
-the caller's runs on this actor ends. Queued work never holds a thread.
+the caller's runs on this actor ends. Queued work never holds a thread. Each item that starts
+gets a :class:`~deepgym_ray.sandboxes.base.CancelSignal` of its own as its last argument; when
+the call is given up (:meth:`Leases.cancel`), its queued items are dropped and the signals of
+its running ones are set, so they stop at once.
 
 Example:
     >>> from concurrent.futures import ThreadPoolExecutor
     >>> leases = Leases(ThreadPoolExecutor(4))
-    >>> [f.result() for f in leases.submit("call-1", 2, [(pow, 2, 3), (pow, 3, 2)])]
+    >>> work = [(lambda a, b, cancel: a ** b, 2, 3), (lambda a, b, cancel: a ** b, 3, 2)]
+    >>> [f.result() for f in leases.submit("call-1", 2, work)]
     [8, 9]
 """
 
@@ -18,6 +22,8 @@ import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import Executor, Future
 from typing import Any
+
+from deepgym_ray.sandboxes.base import CancelSignal
 
 __all__ = ["Leases"]
 
@@ -33,12 +39,13 @@ class _Lease:
 
     def __init__(self, slots: int) -> None:
         self.slots = slots
-        self.running = 0
+        self.running: set[CancelSignal] = set()  # one signal per item running now
         self.queue: collections.deque[tuple[Future, _Work]] = collections.deque()
 
 
 class Leases:
-    """Runs work on ``executor`` with at most ``slots`` items per lease key at once."""
+    """Runs work on ``executor`` with at most ``slots`` items per lease key at once; an item
+    ``(fn, a, b)`` runs as ``fn(a, b, cancel)``."""
 
     def __init__(self, executor: Executor) -> None:
         self._executor = executor
@@ -49,7 +56,7 @@ class Leases:
     def submit(self, key: str, slots: int, work: Sequence[_Work]) -> list[Future]:
         """Queue ``work`` items ``(fn, a, b)`` under ``key``; one future per item, in order."""
         futures: list[Future] = [Future() for _ in work]
-        start: list[tuple[Future, _Work]] = []
+        start: list[tuple[Future, _Work, CancelSignal]] = []
         with self._lock:
             if self._cancelled and key.startswith(tuple(self._cancelled)):
                 for future in futures:
@@ -60,60 +67,70 @@ class Leases:
                 lease = self._leases[key] = _Lease(slots)
             lease.slots = max(1, slots)
             for future, item in zip(futures, work, strict=True):
-                if lease.running < lease.slots:
-                    lease.running += 1
-                    start.append((future, item))
+                if len(lease.running) < lease.slots:
+                    cancel = CancelSignal()
+                    lease.running.add(cancel)
+                    start.append((future, item, cancel))
                 else:
                     lease.queue.append((future, item))
-        for future, item in start:
-            self._start(key, future, item)
+        for future, item, cancel in start:
+            self._start(key, future, item, cancel)
         return futures
 
-    def _start(self, key: str, future: Future, item: _Work) -> None:
+    def _start(self, key: str, future: Future, item: _Work, cancel: CancelSignal) -> None:
         try:
-            self._executor.submit(self._run, key, future, item)
+            self._executor.submit(self._run, key, future, item, cancel)
         except BaseException as exc:  # executor shut down: the run is lost, not hung
             future.set_exception(exc)
-            self._finished(key)
+            self._finished(key, cancel)
 
-    def _run(self, key: str, future: Future, item: _Work) -> None:
+    def _run(self, key: str, future: Future, item: _Work, cancel: CancelSignal) -> None:
         fn, a, b = item
         try:
-            future.set_result(fn(a, b))
+            future.set_result(fn(a, b, cancel))
         except BaseException as exc:
             future.set_exception(exc)
         finally:
-            self._finished(key)
+            self._finished(key, cancel)
 
-    def _finished(self, key: str) -> None:
+    def _finished(self, key: str, cancel: CancelSignal) -> None:
+        cancel.close()
         with self._lock:
             lease = self._leases[key]
-            if lease.queue and lease.running <= lease.slots:
-                nxt = lease.queue.popleft()  # hand the slot straight to the next run
+            lease.running.discard(cancel)
+            if lease.queue and len(lease.running) < lease.slots:
+                # Hand the slot straight to the next run.
+                future, item = lease.queue.popleft()
+                nxt: tuple[Future, _Work, CancelSignal] | None = (future, item, CancelSignal())
+                lease.running.add(nxt[2])
             else:
                 nxt = None
-                lease.running -= 1
-                if lease.running == 0 and not lease.queue:
+                if not lease.running and not lease.queue:
                     del self._leases[key]
         if nxt is not None:
             self._start(key, *nxt)
 
-    def cancel(self, prefix: str) -> int:
-        """Drop the queued work of every lease whose key starts with ``prefix``; its futures
-        are cancelled, and so is work sent under such a key later. Work already running is left
-        to finish. Returns how many were dropped."""
+    def cancel(self, prefix: str) -> tuple[int, int]:
+        """Give up on every lease whose key starts with ``prefix``: its queued work is dropped
+        (the futures cancelled), and so is work sent under such a key later; the signals of
+        its running work are set, so the runs stop (a cancellable provider kills them at once).
+        Returns (dropped, stopped)."""
         dropped: list[Future] = []
+        stopping: list[CancelSignal] = []
         with self._lock:
             self._cancelled.append(prefix)
             for key, lease in list(self._leases.items()):
                 if key.startswith(prefix):
                     dropped.extend(future for future, _ in lease.queue)
                     lease.queue.clear()
-                    if lease.running == 0:
+                    stopping.extend(lease.running)
+                    if not lease.running:
                         del self._leases[key]
         for future in dropped:
             future.cancel()
-        return len(dropped)
+        for cancel in stopping:
+            cancel.set()
+        return len(dropped), len(stopping)
 
     def active(self) -> int:
         """Lease keys with work here now."""

@@ -15,9 +15,10 @@ from typing import Any
 
 from deepgym_ray.config import MODES
 from deepgym_ray.exceptions import DeepGymError, ProviderUnavailableError
-from deepgym_ray.sandboxes.base import CommandResult, Sandbox, SandboxProvider
+from deepgym_ray.sandboxes.base import CancelSignal, CommandResult, Sandbox, SandboxProvider
 
 __all__ = [
+    "CancelSignal",
     "CommandResult",
     "ProviderUnavailableError",
     "Sandbox",

@@ -24,6 +24,7 @@ from typing import Any
 
 from deepgym_ray.exceptions import SandboxError
 from deepgym_ray.models import Environment
+from deepgym_ray.sandboxes.cancel import CancelSignal
 
 
 def sandbox_path(name: str) -> PurePosixPath:
@@ -69,6 +70,12 @@ class SandboxProvider(abc.ABC):
     #: True when runs mostly wait on the network (a remote provider): the pool then gives the
     #: provider many light actors, each with many runs in flight.
     io_bound: bool = False
+    #: True when ``run`` takes ``cancel=``, a :class:`CancelSignal` that another thread sets
+    #: when the run's caller gives up on it; ``run`` then kills the run's processes as it does
+    #: at the deadline and returns at once (what it returns is discarded). The judge passes
+    #: ``cancel`` only to such providers, so one written without it keeps working: its runs
+    #: go on to their end.
+    cancellable: bool = False
 
     def solution_launch(self, sandbox: Sandbox) -> dict[str, Any]:
         """How the runner starts solution processes in ``sandbox``: settings merged into the
@@ -94,7 +101,10 @@ class SandboxProvider(abc.ABC):
         stdin: bytes | None = None,
         env: Mapping[str, str] | None = None,
     ) -> CommandResult:
-        """Run ``command`` in the sandbox's work directory, killing everything at ``timeout``."""
+        """Run ``command`` in the sandbox's work directory, killing everything at ``timeout``.
+
+        A provider with ``cancellable = True`` also takes ``cancel: CancelSignal | None`` and
+        kills everything the moment it is set, the same way."""
 
     @abc.abstractmethod
     def destroy(self, sandbox: Sandbox) -> None:
@@ -124,6 +134,8 @@ class ForwardingProvider(SandboxProvider):
 
     The hooks are forwarded explicitly, never left to the defaults above: a wrapped local
     provider whose ``solution_launch`` fell back to ``{}`` would run solutions unconfined.
+    ``cancellable`` is the inner provider's, unless a subclass overrides ``run``: then it is
+    False until the subclass sets it (and takes ``cancel=None`` and passes it on).
 
     Example:
         class Counting(ForwardingProvider):
@@ -144,6 +156,12 @@ class ForwardingProvider(SandboxProvider):
     def io_bound(self) -> bool:  # type: ignore[override]
         return self.inner.io_bound
 
+    @property
+    def cancellable(self) -> bool:  # type: ignore[override]
+        # A subclass that overrides ``run`` gets ``cancel`` only when it says it takes it (by
+        # setting ``cancellable`` itself): an override written without it keeps working.
+        return self.inner.cancellable and type(self).run is ForwardingProvider.run
+
     def solution_launch(self, sandbox: Sandbox) -> dict[str, Any]:
         return self.inner.solution_launch(sandbox)
 
@@ -154,8 +172,12 @@ class ForwardingProvider(SandboxProvider):
         self.inner.put_files(sandbox, files)
 
     def run(self, sandbox: Sandbox, command: Sequence[str], *, timeout: float,
-            stdin: bytes | None = None, env: Mapping[str, str] | None = None) -> CommandResult:
-        return self.inner.run(sandbox, command, timeout=timeout, stdin=stdin, env=env)
+            stdin: bytes | None = None, env: Mapping[str, str] | None = None,
+            cancel: CancelSignal | None = None) -> CommandResult:
+        if cancel is None:  # an inner provider that is not cancellable never gets it
+            return self.inner.run(sandbox, command, timeout=timeout, stdin=stdin, env=env)
+        return self.inner.run(sandbox, command, timeout=timeout, stdin=stdin, env=env,
+                              cancel=cancel)
 
     def destroy(self, sandbox: Sandbox) -> None:
         self.inner.destroy(sandbox)

@@ -18,10 +18,16 @@ from functools import lru_cache
 from typing import Any
 
 from deepgym_ray import contract
-from deepgym_ray.exceptions import SandboxDiedError, SandboxError, TimeoutError, VerifierError
+from deepgym_ray.exceptions import (
+    RunCancelledError,
+    SandboxDiedError,
+    SandboxError,
+    TimeoutError,
+    VerifierError,
+)
 from deepgym_ray.judge import RUNNER, deepgym_runner, sandbox_judge_files
 from deepgym_ray.models import Environment, RunResult
-from deepgym_ray.sandboxes.base import CommandResult, SandboxProvider
+from deepgym_ray.sandboxes.base import CancelSignal, CommandResult, Sandbox, SandboxProvider
 
 # Time the runner gets beyond the environment's timeout to start, clean up and report.
 GRACE_SECONDS = 3.0
@@ -68,12 +74,15 @@ def sandbox_files(env: Environment, code: str) -> dict[str, bytes]:
     return files
 
 
-def judge(provider: SandboxProvider, env: Environment, code: str) -> RunResult:
+def judge(provider: SandboxProvider, env: Environment, code: str,
+          cancel: CancelSignal | None = None) -> RunResult:
     """Score ``code`` against ``env`` in a fresh sandbox of ``provider``.
 
     Returns a result (with or without a verdict, see the reward contract); raises
     SandboxError, TimeoutError or VerifierError when nothing was judged (VerifierError too
-    when the environment's files cannot be read or written, naming the file).
+    when the environment's files cannot be read or written, naming the file). ``cancel``, set
+    by another thread, stops the run (a cancellable provider kills its processes then) and
+    raises RunCancelledError: whatever the run had done, it is no verdict.
     """
     started = time.monotonic()
     try:
@@ -81,6 +90,7 @@ def judge(provider: SandboxProvider, env: Environment, code: str) -> RunResult:
         shape = verifier_shape(env.verifier_source())
     except ValueError as exc:
         raise VerifierError(f"environment {env.name!r}: {exc}") from None
+    _check(cancel, "before it started")
     sandbox = provider.create(env)
     try:
         provider.put_files(sandbox, files)
@@ -95,15 +105,37 @@ def judge(provider: SandboxProvider, env: Environment, code: str) -> RunResult:
             "shape": shape,
         }
         config.update(provider.solution_launch(sandbox))
-        command = [provider.python, "-I", "-S", "-B", RUNNER]
         stdin = (json.dumps(config) + "\n").encode("utf-8")
-        outcome = provider.run(sandbox, command, timeout=env.timeout + GRACE_SECONDS,
-                               stdin=stdin, env=env.env_vars or None)
+        outcome = _run_runner(provider, sandbox, env, stdin, cancel)
         result = interpret(outcome, token, sandbox_id=sandbox.id)
     finally:
-        provider.destroy(sandbox)
+        provider.destroy(sandbox)  # its cleanup is proven (or raises) as after any run
     return result.model_copy(update={"duration": time.monotonic() - started,
                                      "env_name": env.name, "sandbox_id": sandbox.id})
+
+
+def _run_runner(provider: SandboxProvider, sandbox: Sandbox, env: Environment, stdin: bytes,
+                cancel: CancelSignal | None) -> CommandResult:
+    """The judge runner's run in ``sandbox``; RunCancelledError once ``cancel`` is set."""
+    command = [provider.python, "-I", "-S", "-B", RUNNER]
+    # Only a provider that says it takes ``cancel`` gets it (one written before it existed
+    # keeps working; its given-up runs go on to their end).
+    extra = {"cancel": cancel} if cancel is not None and provider.cancellable else {}
+    try:
+        outcome = provider.run(sandbox, command, timeout=env.timeout + GRACE_SECONDS,
+                               stdin=stdin, env=env.env_vars or None, **extra)
+    except Exception as exc:  # the kill may have broken the run in any way
+        _check(cancel, "while it ran", sandbox.id, exc)
+        raise
+    _check(cancel, "while it ran", sandbox.id)
+    return outcome
+
+
+def _check(cancel: CancelSignal | None, when: str, sandbox_id: str | None = None,
+           cause: BaseException | None = None) -> None:
+    if cancel is not None and cancel.is_set():
+        raise RunCancelledError(f"the run's caller gave up on it {when}; nothing was judged",
+                                sandbox_id=sandbox_id) from cause
 
 
 def _tagged(stdout: bytes, token: str) -> list[dict[str, Any]]:

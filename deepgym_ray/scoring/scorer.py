@@ -24,7 +24,7 @@ from typing import Any
 
 from deepgym_ray.exceptions import error_type_for
 from deepgym_ray.models import Environment, RunResult
-from deepgym_ray.sandboxes.base import SandboxProvider
+from deepgym_ray.sandboxes.base import CancelSignal, SandboxProvider
 
 __all__ = ["ProviderSpec", "Scorer"]
 
@@ -117,18 +117,19 @@ class Scorer:
 
     # --- scoring ----------------------------------------------------------------------------
 
-    def run(self, env: Environment, code: str) -> RunResult:
+    def run(self, env: Environment, code: str, cancel: CancelSignal | None = None) -> RunResult:
         """Judge ``code`` against ``env``. Raises SandboxError, TimeoutError or VerifierError
-        when nothing was judged."""
+        when nothing was judged, RunCancelledError when ``cancel`` was set (see ``judge``)."""
         from deepgym_ray.scoring.judging import judge
 
-        return judge(self.provider, env, code)
+        return judge(self.provider, env, code, cancel)
 
-    def run_safe(self, env: Environment, code: str) -> RunResult:
+    def run_safe(self, env: Environment, code: str,
+                 cancel: CancelSignal | None = None) -> RunResult:
         """Like :meth:`run`, but a raise becomes a result without a verdict."""
         started = time.monotonic()
         try:
-            result = self.run(env, code)
+            result = self.run(env, code, cancel)
         except Exception as exc:  # every failure must become a result
             logger.debug("run on %s raised %r", env.name, exc)
             return RunResult(error_type=error_type_for(exc),

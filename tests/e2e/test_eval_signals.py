@@ -77,3 +77,89 @@ def test_without_a_cluster_the_default_scores_without_ray_and_says_so(tmp_path):
     assert done.returncode == 0, done.stderr
     assert "No Ray cluster is running: scoring on this machine without Ray" in done.stderr
     assert "Pass Rate: 100.00%" in done.stdout
+
+
+def _sleeper_folder(tmp_path: Path) -> tuple[Path, Path]:
+    """An environment folder whose runs would take ten minutes, and eight answers for it."""
+    from cancel_helpers import SLEEPER, SLEEPING_SOLUTION
+
+    folder = tmp_path / "sleeper"
+    folder.mkdir()
+    (folder / "task.md").write_text("Wait.\n")
+    (folder / "verifier.py").write_text(SLEEPER.verifier_code)
+    (folder / "metadata.json").write_text(json.dumps(
+        {"name": "sleeper", "timeout": SLEEPER.timeout, "case_timeout": SLEEPER.case_timeout}))
+    answers = tmp_path / "answers.jsonl"
+    answers.write_text("".join(json.dumps({"completion": SLEEPING_SOLUTION}) + "\n"
+                               for _ in range(8)))
+    return folder, answers
+
+
+def test_ctrl_c_of_an_eval_on_a_running_cluster_leaves_nothing_running_on_the_pool(
+        tmp_path, ray_local):
+    from cancel_helpers import end_runs_of, run_processes, wait_until
+    from ray.util import list_named_actors
+
+    from deepgym_ray.pool.admin import shutdown_pools
+
+    if os.geteuid() != 0:
+        pytest.skip("the runs' solution uids, which this test watches, need root")
+    folder, answers = _sleeper_folder(tmp_path)
+    name = f"cli-cancel-{uuid.uuid4().hex[:8]}"
+    env = {**os.environ, "RAY_ADDRESS": ray_local.get_runtime_context().gcs_address}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "deepgym_ray.cli", "eval", str(folder), "--solutions",
+         str(answers), "--mode", "local", "--pool-name", name, "--actors", "2",
+         "--max-parallel", "4", "--no-progress", "--out", str(tmp_path / "out.jsonl")],
+        env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    actors: list = []
+    try:
+        def pool_running() -> bool:
+            assert proc.poll() is None, proc.communicate()
+            if len(actors) < 2:  # the eval makes the pool; its actors appear one by one
+                actors[:] = [ray_local.get_actor(a["name"], namespace=a["namespace"])
+                             for a in list_named_actors(all_namespaces=True)
+                             if a["name"].startswith(f"{name}-")]
+                if len(actors) < 2:
+                    return False
+            pids = [s["pid"] for s in _stats(ray_local, actors)]
+            return len(run_processes(pids, solutions_only=True)) >= 4
+
+        wait_until(pool_running, "four runs of the eval running on the pool", limit=300)
+        proc.send_signal(signal.SIGINT)
+        stdout, stderr = proc.communicate(timeout=120)
+        assert proc.returncode == 130, stderr
+        assert "interrupted after 0 of 8 runs" in stdout
+
+        def pool_idle() -> bool:
+            stats = _stats(ray_local, actors)
+            return (all(s["in_flight"] == 0 and s["leases"] == 0 for s in stats)
+                    and not run_processes([s["pid"] for s in stats]))
+
+        wait_until(pool_idle, "the interrupted eval's runs stopped on the pool")
+        assert sum(s["stopped"] for s in _stats(ray_local, actors)) >= 4
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(30)
+        uids = [u for s in _stats(ray_local, actors) for u in _uids_below(s["pid"])]
+        shutdown_pools(name)
+        end_runs_of(uids)
+
+
+def _stats(ray, actors: list) -> list[dict]:
+    return ray.get([actor.stats.remote() for actor in actors], timeout=60)
+
+
+def _uids_below(actor_pid: int) -> list[int]:
+    """The run uids of the solution processes below an actor now."""
+    from cancel_helpers import run_processes
+
+    uids = []
+    for pid in run_processes([actor_pid], solutions_only=True):
+        try:
+            with open(f"/proc/{pid}/status") as f:
+                uids += [int(line.split()[1]) for line in f if line.startswith("Uid:")]
+        except OSError:
+            continue
+    return uids

@@ -67,10 +67,16 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from deepgym_ray.exceptions import SandboxError
+from deepgym_ray.exceptions import RunCancelledError, SandboxError
 from deepgym_ray.judge import JUDGE_FILES, RUNNER
 from deepgym_ray.models import Environment
-from deepgym_ray.sandboxes.base import CommandResult, Sandbox, SandboxProvider, sandbox_path
+from deepgym_ray.sandboxes.base import (
+    CancelSignal,
+    CommandResult,
+    Sandbox,
+    SandboxProvider,
+    sandbox_path,
+)
 from deepgym_ray.sandboxes.daytona import command as cmd
 from deepgym_ray.sandboxes.daytona import privilege
 from deepgym_ray.sandboxes.daytona.calls import bounded, translate
@@ -143,6 +149,9 @@ class DaytonaProvider(SandboxProvider):
     #: runs in flight (see ``deepgym_ray.pool.default_shape``).
     io_bound = True
     python = "python3"
+    #: A given-up run stops waiting on Daytona at once; its sandbox is deleted, as after a
+    #: call that timed out (that ends the command inside it).
+    cancellable = True
 
     def __init__(self, **options: Any) -> None:
         self.options = DaytonaOptions(**options).resolved()
@@ -312,7 +321,8 @@ class DaytonaProvider(SandboxProvider):
         return max(64, min(own, remote.memory_mb - JUDGE_HEADROOM_MB))
 
     def run(self, sandbox: Sandbox, command: Sequence[str], *, timeout: float,
-            stdin: bytes | None = None, env: Mapping[str, str] | None = None) -> CommandResult:
+            stdin: bytes | None = None, env: Mapping[str, str] | None = None,
+            cancel: CancelSignal | None = None) -> CommandResult:
         run: _Run = sandbox.handle
         remote, o = run.remote, self.options
         sdk = load_sdk()
@@ -340,8 +350,9 @@ class DaytonaProvider(SandboxProvider):
             # margin per call for the provider to answer, and then it is the provider that hangs.
             response = bounded(self._upload_and_run, remote, uploads, digest, request, timeout,
                                deadline=timeout + 2 * o.call_timeout,
-                               what="upload and run the judge", sandbox_id=remote.id)
-        except SandboxError:
+                               what="upload and run the judge", sandbox_id=remote.id,
+                               cancel=cancel)
+        except (SandboxError, RunCancelledError):
             run.reusable = False
             raise
         duration = time.monotonic() - started

@@ -25,10 +25,12 @@ from deepgym_ray.exceptions import (
     ProviderConnectionError,
     ProviderHTTPError,
     ProviderTimeoutError,
+    RunCancelledError,
     SandboxError,
     SandboxEvictedError,
     SandboxExpiredError,
 )
+from deepgym_ray.sandboxes.base import CancelSignal
 
 T = TypeVar("T")
 
@@ -121,14 +123,25 @@ _WORKERS = _DaemonWorkers()
 
 
 def bounded(fn: Callable[..., T], *args: Any, deadline: float, what: str,
-            sandbox_id: str | None = None, **kwargs: Any) -> T:
-    """``fn(*args, **kwargs)`` on a daemon thread, given up after ``deadline`` seconds.
+            sandbox_id: str | None = None, cancel: CancelSignal | None = None,
+            **kwargs: Any) -> T:
+    """``fn(*args, **kwargs)`` on a daemon thread, given up after ``deadline`` seconds, or as
+    soon as ``cancel`` is set.
 
-    Raises ProviderTimeoutError at the deadline and the translated error when the call fails.
+    Raises ProviderTimeoutError at the deadline, RunCancelledError once cancelled, and the
+    translated error when the call fails.
     """
     future = _WORKERS.submit(lambda: fn(*args, **kwargs))
+    if cancel is not None:
+        woken = threading.Event()
+        future.add_done_callback(lambda _: woken.set())
+        cancel.on_set(woken.set)
+        woken.wait(deadline)
+        if cancel.is_set() and not future.done():
+            raise RunCancelledError(f"{what}: given up by the run's caller",
+                                    sandbox_id=sandbox_id)
     try:
-        return future.result(timeout=deadline)
+        return future.result(timeout=0 if cancel is not None else deadline)
     except FutureTimeout:
         raise ProviderTimeoutError(f"{what}: no answer from Daytona within {deadline:.0f}s",
                                    sandbox_id=sandbox_id) from None

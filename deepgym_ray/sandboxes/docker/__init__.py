@@ -46,7 +46,13 @@ from deepgym_ray.exceptions import (
 )
 from deepgym_ray.judge import RUNNER, sandbox_judge_files
 from deepgym_ray.models import Environment
-from deepgym_ray.sandboxes.base import CommandResult, Sandbox, SandboxProvider, sandbox_path
+from deepgym_ray.sandboxes.base import (
+    CancelSignal,
+    CommandResult,
+    Sandbox,
+    SandboxProvider,
+    sandbox_path,
+)
 from deepgym_ray.sandboxes.docker import agent
 from deepgym_ray.sandboxes.docker.container import (
     LABEL,
@@ -111,6 +117,7 @@ class DockerProvider(SandboxProvider):
 
     name = "docker"
     python = "python3"
+    cancellable = True  # the agent kills a given-up run as at its deadline
 
     def __init__(self, *, image: str | None = None, memory_mb: int = 2048,
                  pids_limit: int = 256, cpus: float = 1.0, solution_memory_mb: int = 1024,
@@ -283,7 +290,8 @@ class DockerProvider(SandboxProvider):
                 "solution_dir": f"{agent.SOL}/work", "limits": dict(self.verifier_limits)}
 
     def run(self, sandbox: Sandbox, command: Sequence[str], *, timeout: float,
-            stdin: bytes | None = None, env: Mapping[str, str] | None = None) -> CommandResult:
+            stdin: bytes | None = None, env: Mapping[str, str] | None = None,
+            cancel: CancelSignal | None = None) -> CommandResult:
         run: _Run = sandbox.handle
         box = run.container
         environ = {"PATH": PATH, "LANG": "C.UTF-8", "HOME": f"{agent.RUN}/work",
@@ -296,7 +304,8 @@ class DockerProvider(SandboxProvider):
         started = time.monotonic()
         try:
             reply, out, err, in_play = box.run(header, [stdin or b"", *run.files.values()],
-                                              timeout + REPLY_GRACE)
+                                              timeout + REPLY_GRACE,
+                                              cancel.fileno() if cancel is not None else None)
         except ContainerGone as exc:
             return self._lost(sandbox, box, exc, getattr(exc, "in_play", []), started)
         except TimeoutError:

@@ -23,7 +23,9 @@ Its helpers travel with the judge files: ``cleanup.py`` (becoming a uid, killing
 
 Requests: ``setup`` (uids, judge files; answered ``ready``), ``run`` (files, the runner's stdin,
 environment, time limit, or an ``argv`` to exec instead of the runner; answered by an optional
-``in_play`` frame, then ``result``).
+``in_play`` frame, then ``result``), and ``cancel`` during a run (its caller gave up: the run is
+killed as at its deadline, cleaned up and checked as always, and its result says
+``cancelled``; a ``cancel`` that comes after its run ended is ignored).
 """
 
 import hashlib
@@ -195,13 +197,13 @@ class Agent:
         token = _token(stdin)
         pid, fds = self.fork_run(request, work, stdin)
         out = self.collect(pid, fds, stdin, float(request["timeout"]), token)
-        exit_code, timed_out, stdout, stderr, in_play = out
+        exit_code, timed_out, cancelled, stdout, stderr, in_play = out
         unclean = self.cleanup(work, sol)
         alive = self.zygote_alive()
         if not alive:  # a new one for the next run; this run is reported as not judged
             self.start_zygote()
         _send({"kind": "result", "exit_code": exit_code, "timed_out": timed_out,
-               "duration": time.monotonic() - started, "clean": not unclean,
+               "cancelled": cancelled, "duration": time.monotonic() - started, "clean": not unclean,
                "unclean": unclean, "in_play": in_play,
                "zygote_alive": alive}, [stdout, stderr])
 
@@ -261,7 +263,7 @@ class Agent:
             os.close(w_in)
             w_in = None
         marker = (token + ' {"event": "in_play"').encode() if token else None
-        in_play, exited, timed_out = False, False, False
+        in_play, exited, timed_out, cancelled = False, False, False, False
         deadline = time.monotonic() + timeout
         readers = {r_out: (out, OUTPUT_LIMIT), r_err: (err, ERROR_LIMIT)}
         while readers or not exited:
@@ -276,10 +278,17 @@ class Agent:
             elif left <= 0:
                 break
             ready, writable, _ = select.select(waiting, writers, [], left)
-            if 0 in ready:  # the host has gone (or broke the protocol): stop everything
-                _killpg(pid)
-                cleanup.kill_all(self.uids)
-                os._exit(0)
+            if 0 in ready:
+                request = _receive()
+                if request is None or request[0].get("op") != "cancel":
+                    # The host has gone (or broke the protocol): stop everything.
+                    _killpg(pid)
+                    cleanup.kill_all(self.uids)
+                    os._exit(0)
+                if not exited and not cancelled:  # given up: as at the deadline
+                    cancelled = True
+                    _killpg(pid)
+                    deadline = time.monotonic() + 5  # for the output to drain
             if writable:
                 try:
                     pending = pending[os.write(w_in, pending):]
@@ -313,8 +322,8 @@ class Agent:
             os.close(fd)
         os.close(pidfd)
         _, status = os.waitpid(pid, 0)
-        code = None if timed_out else os.waitstatus_to_exitcode(status)
-        return code, timed_out, bytes(out), bytes(err), in_play
+        code = None if timed_out or cancelled else os.waitstatus_to_exitcode(status)
+        return code, timed_out, cancelled, bytes(out), bytes(err), in_play
 
     def cleanup(self, work, sol):
         """Remove everything the run left; the list of what could not be (empty: clean)."""
@@ -380,6 +389,8 @@ def main():
             break
         if request[0].get("op") == "run":
             agent.run(*request)
+        elif request[0].get("op") == "cancel":
+            pass  # for a run that ended before it arrived
         else:
             _send({"kind": "error", "details": f"unknown op {request[0].get('op')!r}"})
     cleanup.kill_all(agent.uids)

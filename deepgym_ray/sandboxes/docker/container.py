@@ -5,8 +5,10 @@ read-only root unless told otherwise, tmpfs work areas, every capability dropped
 agent needs, no new privileges, docker's ``init``), attaches to its stdin and stdout *before*
 starting it (so no byte of the agent's channel is lost), sends the agent's source and its setup
 (the two uids, the judge files), and waits for ``ready``. :meth:`WarmContainer.run` sends one
-run and reads frames until its result; a broken channel raises :class:`ContainerGone`, and
-:meth:`WarmContainer.diagnose` then says why (out of memory, removed, the engine away).
+run and reads frames until its result (sending ``cancel`` when the run's cancel signal is set:
+the agent then kills the run as at its deadline and answers as usual); a broken channel raises
+:class:`ContainerGone`, and :meth:`WarmContainer.diagnose` then says why (out of memory,
+removed, the engine away).
 
 The attach stream multiplexes the container's stdout and stderr in 8-byte-headed frames (no
 TTY); the agent's own frames (``agent.pack``) travel inside its stdout.
@@ -37,6 +39,8 @@ PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 # What the agent needs as root: own files and directories, become the two uids, kill their
 # processes. Nothing else (no raw sockets, no mounts, no ptrace, no IPC override).
 AGENT_CAPS = ["CHOWN", "DAC_OVERRIDE", "FOWNER", "SETUID", "SETGID", "KILL"]
+# Time the agent gets, once told to cancel a run, to kill it, clean up and answer.
+CANCEL_GRACE = 20.0
 _AGENT_SOURCE = open(agent.__file__, "rb").read()  # noqa: SIM115 - read once at import
 
 
@@ -127,14 +131,18 @@ class WarmContainer:
             self.healthy = False
             raise ContainerGone(f"cannot write to the container's agent: {exc}") from exc
 
-    def _fill(self, deadline: float) -> None:
-        """Read more of the attach stream (at most until ``deadline``) and demultiplex it."""
+    def _fill(self, deadline: float, wake: int | None = None) -> bool:
+        """Read more of the attach stream (at most until ``deadline``) and demultiplex it;
+        False, having read nothing, when the descriptor ``wake`` turned readable first."""
         left = deadline - time.monotonic()
         if left <= 0:
             raise TimeoutError
-        ready, _, _ = select.select([self._sock], [], [], left)
+        waiting = [self._sock] if wake is None else [self._sock, wake]
+        ready, _, _ = select.select(waiting, [], [], left)
         if not ready:
             raise TimeoutError
+        if self._sock not in ready:
+            return False
         try:
             chunk = self._sock.recv(1 << 20)
         except OSError as exc:
@@ -155,8 +163,11 @@ class WarmContainer:
             elif payload.strip():
                 logger.warning("container %s: %s", self.name,
                                payload.decode("utf-8", "replace").strip()[-2000:])
+        return True
 
-    def _frame(self, deadline: float) -> tuple[dict[str, Any], list[bytes]]:
+    def _frame(self, deadline: float,
+               wake: int | None = None) -> tuple[dict[str, Any], list[bytes]] | None:
+        """The agent's next frame; None when ``wake`` turned readable before it came."""
         while True:
             try:
                 parsed = agent.unpack(self._out)
@@ -167,22 +178,30 @@ class WarmContainer:
                 header, blobs, rest = parsed
                 self._out = bytearray(rest)
                 return header, blobs
-            self._fill(deadline)
+            if not self._fill(deadline, wake):
+                return None
 
-    def run(self, header: dict[str, Any], blobs: list[bytes],
-            timeout: float) -> tuple[dict[str, Any], bytes, bytes, list[str]]:
+    def run(self, header: dict[str, Any], blobs: list[bytes], timeout: float,
+            wake: int | None = None) -> tuple[dict[str, Any], bytes, bytes, list[str]]:
         """One run: (result header, stdout, stderr, in-play lines seen). ContainerGone when
-        the channel breaks; TimeoutError when the agent does not answer by ``timeout``."""
+        the channel breaks; TimeoutError when the agent does not answer by ``timeout``. Once
+        the descriptor ``wake`` is readable (the run was given up) the agent is told to
+        cancel the run, and has ``CANCEL_GRACE`` seconds to answer."""
         self.runs += 1
         in_play: list[str] = []
         self._send(agent.pack(header, blobs))
         deadline = time.monotonic() + timeout
         while True:
             try:
-                reply, out = self._frame(deadline)
+                frame = self._frame(deadline, wake)
+                if frame is None:
+                    self._send(agent.pack({"op": "cancel"}))
+                    wake, deadline = None, min(deadline, time.monotonic() + CANCEL_GRACE)
+                    continue
             except (ContainerGone, TimeoutError) as exc:
                 exc.in_play = in_play  # type: ignore[attr-defined]
                 raise
+            reply, out = frame
             if reply.get("kind") == "in_play":
                 in_play.append(str(reply.get("line", "")))
             elif reply.get("kind") == "result":

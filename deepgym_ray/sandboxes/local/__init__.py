@@ -56,7 +56,13 @@ from deepgym_ray.exceptions import SandboxError
 from deepgym_ray.judge import RUNNER
 from deepgym_ray.judge.deepgym_proc import Drain, kill_uid, wait_exit
 from deepgym_ray.models import Environment
-from deepgym_ray.sandboxes.base import CommandResult, Sandbox, SandboxProvider, sandbox_path
+from deepgym_ray.sandboxes.base import (
+    CancelSignal,
+    CommandResult,
+    Sandbox,
+    SandboxProvider,
+    sandbox_path,
+)
 from deepgym_ray.sandboxes.local.cgroups import RunCgroup, RunCgroups, missing_guarantees
 from deepgym_ray.sandboxes.local.forkserver import RunnerForkServer
 from deepgym_ray.sandboxes.local.isolation import (
@@ -122,6 +128,7 @@ class LocalProvider(SandboxProvider):
     """
 
     name = "local"
+    cancellable = True  # a given-up run is killed like one at its deadline (see ``run``)
 
     def __init__(self, *, memory_mb: int = 1024, max_processes: int = 32,
                  max_file_mb: int = 64, max_open_files: int = 256,
@@ -284,8 +291,12 @@ class LocalProvider(SandboxProvider):
                            "fsize": self.max_file_mb * 4 * MB}}
 
     def run(self, sandbox: Sandbox, command: Sequence[str], *, timeout: float,
-            stdin: bytes | None = None, env: Mapping[str, str] | None = None) -> CommandResult:
-        result = self._run(sandbox, command, timeout=timeout, stdin=stdin, env=env)
+            stdin: bytes | None = None, env: Mapping[str, str] | None = None,
+            cancel: CancelSignal | None = None) -> CommandResult:
+        """Run ``command``; at ``timeout``, or once ``cancel`` is set, its process group is
+        killed (and with the cleanup below, everything of the run)."""
+        wake = cancel.fileno() if cancel is not None else None
+        result = self._run(sandbox, command, timeout=timeout, stdin=stdin, env=env, wake=wake)
         self._end_processes(sandbox)  # before anyone sees the result
         zygote = sandbox.handle.zygote
         if zygote is not None and zygote.poll() is not None:
@@ -297,7 +308,8 @@ class LocalProvider(SandboxProvider):
         return result
 
     def _run(self, sandbox: Sandbox, command: Sequence[str], *, timeout: float,
-             stdin: bytes | None, env: Mapping[str, str] | None) -> CommandResult:
+             stdin: bytes | None, env: Mapping[str, str] | None,
+             wake: int | None) -> CommandResult:
         box: _Box = sandbox.handle
         environ = {"PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8",
                    "HOME": str(box.work_dir), "TMPDIR": str(box.work_dir)}
@@ -307,7 +319,7 @@ class LocalProvider(SandboxProvider):
             command[0] = self.python
         started = time.monotonic()
         if self.fork_server is not None and command == [self.python, "-I", "-S", "-B", RUNNER]:
-            result = self._run_forked(box, environ, timeout, stdin)
+            result = self._run_forked(box, environ, timeout, stdin, wake)
             if result is not None:
                 return result
         try:
@@ -324,8 +336,8 @@ class LocalProvider(SandboxProvider):
             proc.stdin.close()
         except OSError:
             pass  # it died at once; its exit code says so
-        timed_out = not wait_exit(proc, timeout)
-        self._kill_group(proc)  # at the deadline, and also whatever it left behind
+        timed_out = not wait_exit(proc, timeout, wake)
+        self._kill_group(proc)  # at the deadline (or given up), and whatever it left behind
         out.join(5)
         err.join(5)
         return CommandResult(exit_code=None if timed_out else proc.returncode,
@@ -333,7 +345,7 @@ class LocalProvider(SandboxProvider):
                              timed_out=timed_out, duration=time.monotonic() - started)
 
     def _run_forked(self, box: _Box, environ: Mapping[str, str], timeout: float,
-                    stdin: bytes | None) -> CommandResult | None:
+                    stdin: bytes | None, wake: int | None) -> CommandResult | None:
         """The judge runner, forked by the warm server; None when the server is unusable."""
         started = time.monotonic()
         in_r, in_w = os.pipe()
@@ -356,8 +368,8 @@ class LocalProvider(SandboxProvider):
         except OSError:
             pass  # it died at once; its exit code says so
         try:
-            timed_out = not run.wait(timeout)
-            if timed_out:
+            timed_out = not run.wait(timeout, wake)
+            if timed_out:  # at the deadline, or given up
                 run.kill()  # the server kills the group, whatever it left behind too
         finally:
             run.close()

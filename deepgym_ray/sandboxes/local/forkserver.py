@@ -45,14 +45,18 @@ class ForkedRun:
         self.returncode: int | None = None
         self.lost = False
 
-    def _line(self, deadline: float) -> bytes | None:
-        """The next report line; None at the deadline; b"" when the server is gone."""
+    def _line(self, deadline: float, wake: int | None = None) -> bytes | None:
+        """The next report line; None at the deadline or once ``wake`` is readable; b"" when
+        the server is gone."""
+        waiting = [self.report] if wake is None else [self.report, wake]
         while b"\n" not in self._buffer:
             left = deadline - time.monotonic()
             if left <= 0:
                 return None
-            ready, _, _ = select.select([self.report], [], [], left)
-            if not ready:
+            ready, _, _ = select.select(waiting, [], [], left)
+            if self.report not in ready:
+                if ready:  # woken: the run was given up
+                    return None
                 continue
             try:
                 chunk = self.report.recv(256)
@@ -64,9 +68,10 @@ class ForkedRun:
         line, _, self._buffer = self._buffer.partition(b"\n")
         return line
 
-    def wait(self, timeout: float) -> bool:
-        """Wait for the runner to exit; False at the deadline (the runner still runs)."""
-        line = self._line(time.monotonic() + max(0.0, timeout))
+    def wait(self, timeout: float, wake: int | None = None) -> bool:
+        """Wait for the runner to exit; False at the deadline, or once the descriptor ``wake``
+        is readable (the runner still runs: the caller kills it)."""
+        line = self._line(time.monotonic() + max(0.0, timeout), wake)
         if line is None:
             return False
         if line.startswith(b"exit "):
