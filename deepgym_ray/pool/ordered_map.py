@@ -117,7 +117,8 @@ class MapRun(Iterator[RunResult]):
         return next(self._gen)
 
     def close(self) -> None:
-        """Give up on the results not yet taken: the actors drop this call's queued runs."""
+        """Give up on the results not yet taken: the actors drop this call's queued runs and
+        stop its running ones."""
         self._gen.close()
 
     # -- the loop ---------------------------------------------------------------------------
@@ -138,7 +139,8 @@ class MapRun(Iterator[RunResult]):
                 self._withdraw()
 
     def _withdraw(self) -> None:
-        """The caller gave up (Ctrl-C, a closed generator): take back what is still queued."""
+        """The caller gave up (Ctrl-C, a closed generator): the actors drop what is queued and
+        stop what is running of this call."""
         in_flight = getattr(self, "_in_flight", {})
         if not in_flight:
             return
@@ -157,7 +159,7 @@ class MapRun(Iterator[RunResult]):
                 ray.cancel(ref)
             except Exception as exc:
                 logger.debug("cancel %s: %s", ref, describe_error(exc))
-        logger.info("pool %r: map given up; %d runs withdrawn from the actors",
+        logger.info("pool %r: map given up; %d runs withdrawn or stopped on the actors",
                     self._pool.name, self._n_in_flight)
         in_flight.clear()
 
