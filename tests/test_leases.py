@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import CancelledError
 
 import pytest
 
@@ -36,20 +36,20 @@ def _in_queue_order(order: list[int], slots: int) -> bool:
 
 
 def test_a_lease_never_runs_more_than_its_slots_and_keeps_order():
-    counter, leases = _Counter(), Leases(ThreadPoolExecutor(16))
+    counter, leases = _Counter(), Leases(16)
     first = leases.submit("call", 3, [(counter.run, i, 0.02) for i in range(10)])
     second = leases.submit("call", 3, [(counter.run, i, 0.02) for i in range(10, 16)])
-    assert [f.result() for f in first + second] == list(range(16))
+    assert first.results() + second.results() == list(range(16))
     assert counter.peak == 3  # 16 threads were free: the lease held the runs back
     assert _in_queue_order(counter.order, 3)  # queued work starts in the order it came
     assert leases.active() == 0  # an idle lease is forgotten
 
 
 def test_leases_of_different_keys_are_independent():
-    counters, leases = {"a": _Counter(), "b": _Counter()}, Leases(ThreadPoolExecutor(16))
-    futures = [f for key in ("a", "b") for f in leases.submit(key, 2, [
-        (counters[key].run, i, 0.02) for i in range(6)])]
-    assert [f.result() for f in futures] == list(range(6)) * 2
+    counters, leases = {"a": _Counter(), "b": _Counter()}, Leases(16)
+    batches = [leases.submit(key, 2, [(counters[key].run, i, 0.02) for i in range(6)])
+               for key in ("a", "b")]
+    assert [value for batch in batches for value in batch.results()] == list(range(6)) * 2
     assert counters["a"].peak <= 2 and counters["b"].peak <= 2
     assert _in_queue_order(counters["a"].order, 2) and _in_queue_order(counters["b"].order, 2)
 
@@ -58,22 +58,24 @@ def test_an_error_frees_the_slot_and_reaches_its_future_only():
     def boom(_a, _b, _cancel):
         raise ValueError("bad run")
 
-    leases = Leases(ThreadPoolExecutor(4))
-    futures = leases.submit("k", 1, [(boom, 0, 0), (lambda a, b, _: a + b, 2, 3)])
+    leases = Leases(4)
+    batch = leases.submit("k", 1, [(boom, 0, 0), (lambda a, b, _: a + b, 2, 3)])
     with pytest.raises(ValueError, match="bad run"):
-        futures[0].result()
-    assert futures[1].result() == 5
+        batch.results()
+    assert batch._values[1] == 5  # the other item ran
     assert leases.active() == 0
 
 
 def test_work_arriving_after_its_call_was_cancelled_never_starts():
     started = []
-    leases = Leases(ThreadPoolExecutor(4))
+    leases = Leases(4)
     assert leases.cancel("call-7-") == (0, 0)  # given up before its chunk got here
     late = leases.submit("call-7-actor-0", 2, [(lambda a, b, _: started.append(a), 1, 0)] * 3)
     other = leases.submit("call-8-actor-0", 2, [(lambda a, b, _: a + b, 2, 3)])
-    assert all(f.cancelled() for f in late) and started == []
-    assert other[0].result() == 5 and leases.active() == 0
+    with pytest.raises(CancelledError):
+        late.results()
+    assert started == []
+    assert other.results() == [5] and leases.active() == 0
 
 
 def test_cancel_sets_the_signal_of_each_running_item_and_drops_the_queued():
@@ -83,12 +85,14 @@ def test_cancel_sets_the_signal_of_each_running_item_and_drops_the_queued():
         started.wait(timeout=30)
         return i, cancel.fileno() is not None and _woken(cancel)
 
-    leases = Leases(ThreadPoolExecutor(4))
-    futures = leases.submit("call-9-actor-0", 2, [(wait_for_cancel, i, 0) for i in range(5)])
+    leases = Leases(4)
+    running = leases.submit("call-9-actor-0", 2, [(wait_for_cancel, i, 0) for i in range(2)])
+    queued = leases.submit("call-9-actor-0", 2, [(wait_for_cancel, i, 0) for i in range(2, 5)])
     started.wait(timeout=30)  # both slots are running, three items queued
     assert leases.cancel("call-9-") == (3, 2)
-    assert [f.result(timeout=30) for f in futures[:2]] == [(0, True), (1, True)]
-    assert all(f.cancelled() for f in futures[2:])
+    assert running.results(timeout=30) == [(0, True), (1, True)]
+    with pytest.raises(CancelledError):
+        queued.results(timeout=30)
     assert leases.active() == 0
 
 
@@ -98,3 +102,23 @@ def _woken(cancel) -> bool:
 
     ready, _, _ = select.select([cancel.fileno()], [], [], 30)
     return bool(ready) and cancel.is_set()
+
+
+def test_a_run_freed_by_anothers_end_waits_behind_other_callers_runs():
+    """One worker, two callers: when a's first run ends, b's run (let start before) goes
+    first, then a's next one. No caller keeps the worker to itself."""
+    order = []
+    gate = threading.Event()
+
+    def run(name, _b, _cancel):
+        if name == "a0":
+            gate.wait(30)  # hold the only worker until both callers have submitted
+        order.append(name)
+        return name
+
+    leases = Leases(1)
+    a = leases.submit("a", 1, [(run, "a0", 0), (run, "a1", 0)])
+    b = leases.submit("b", 1, [(run, "b0", 0)])
+    gate.set()
+    assert a.results(timeout=30) == ["a0", "a1"] and b.results(timeout=30) == ["b0"]
+    assert order == ["a0", "b0", "a1"]

@@ -23,9 +23,10 @@ from __future__ import annotations
 import collections
 import functools
 import os
+import pickle
 import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
+import uuid
 from typing import Any
 
 import ray
@@ -51,12 +52,16 @@ _LATENCY_BOUNDARIES = [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60,
 
 
 class _Metrics:
-    """The actor's Ray metrics, tagged with its pool."""
+    """The actor's Ray metrics, tagged with its pool. Counts are added up here and handed to
+    Ray once per chunk (:meth:`flush`): a Ray metric call costs microseconds, as much as the
+    rest of a run's bookkeeping when runs take a millisecond. Times are observed per run."""
 
     def __init__(self, pool: str) -> None:
         from ray.util import metrics
 
         self.tags = {"pool": pool}
+        self._lock = threading.Lock()
+        self._counts: collections.Counter[tuple[str, str]] = collections.Counter()
         self.runs = metrics.Counter(
             "deepgym_runs", "Runs scored, by outcome (passed, failed, no_verdict).",
             tag_keys=("pool", "outcome"))
@@ -75,11 +80,20 @@ class _Metrics:
             "failed" if result.has_verdict else "no_verdict")
         if result.error_type == contract.CANCELLED:  # given up by its caller: not an outage
             outcome = "cancelled"
-        self.runs.inc(1, {**self.tags, "outcome": outcome})
-        if outcome == "no_verdict":
-            self.no_verdict.inc(1, {**self.tags, "error_type": result.error_type or "unknown"})
+        with self._lock:
+            self._counts["outcome", outcome] += 1
+            if outcome == "no_verdict":
+                self._counts["error_type", result.error_type or "unknown"] += 1
         self.latency.observe(seconds, self.tags)
         self.queue_wait.observe(waited, self.tags)
+
+    def flush(self) -> None:
+        """Hand the counts added up so far to Ray."""
+        with self._lock:
+            counts, self._counts = self._counts, collections.Counter()
+        for (tag, value), n in counts.items():
+            metric = self.runs if tag == "outcome" else self.no_verdict
+            metric.inc(n, {**self.tags, tag: value})
 
 
 @ray.remote(concurrency_groups={"control": 2}, max_restarts=-1, max_task_retries=0)
@@ -102,9 +116,8 @@ class VerifierActor:
             "scorer": scorer.label,
         }
         take_node_niceness()  # not Ray's worker niceness: see pool.niceness
-        self._executor = ThreadPoolExecutor(concurrency, thread_name_prefix=f"{pool}-{index}",
-                                            initializer=take_node_niceness, initargs=(False,))
-        self._leases = Leases(self._executor)
+        # The lease workers, started next, inherit this thread's niceness.
+        self._leases = Leases(concurrency, name=f"{pool}-{index}")
         self._envs: collections.OrderedDict[str, Environment] = collections.OrderedDict()
         self._lock = threading.Lock()
         self._fetch_lock = threading.Lock()
@@ -153,33 +166,36 @@ class VerifierActor:
 
     def run_chunk(
         self,
-        envs: list[tuple[str, list[ray.ObjectRef]]],
-        jobs: list[tuple[int, str]],
-        lease: tuple[str, int] | None = None,
-    ) -> list[RunResult]:
-        """Run ``jobs`` (env slot, code) against ``envs`` (key, [ref]); results in job order.
+        envs: list[list[Any]],
+        jobs: list[list[Any]],
+        lease: list[Any] | None = None,
+    ) -> bytes:
+        """Run ``jobs`` ([env slot, code]) against ``envs`` ([key, [ref]]); returns the
+        RunResults in job order, pickled.
 
         The references arrive wrapped in a list so Ray passes them through unresolved: the
-        environment is fetched only on a cache miss. ``lease`` is ``(key, slots)``: at most
+        environment is fetched only on a cache miss. ``lease`` is ``[key, slots]``: at most
         ``slots`` runs of all the chunks sent with that key run at once here, the others wait
         for one of them to end. It lets a caller send its next chunk before the last one is
         back (no round trip between a run's end and the next start) without ever running more
         than its share of its ``max_parallel``.
+
+        Arguments come as lists and the results as one pickle: Ray's serializer handles lists,
+        strings and bytes itself, but calls back into Python for every tuple or model in them
+        (several microseconds each, as much again as the rest of a run's dispatch).
         """
         arrived = time.monotonic()
         with self._lock:
             self._chunks += 1
         resolved = [self._environment(key, refs) for key, refs in envs]
         run = functools.partial(self._run_one, arrived=arrived)
-        if lease is None and len(jobs) == 1:
-            slot, code = jobs[0]
-            return [run(resolved[slot], code)]
-        if lease is None:
-            futures = [self._executor.submit(run, resolved[slot], code) for slot, code in jobs]
-        else:
-            work = [(run, resolved[slot], code) for slot, code in jobs]
-            futures = self._leases.submit(lease[0], lease[1], work)
-        return [future.result() for future in futures]
+        key, slots = lease if lease is not None else (uuid.uuid4().hex, len(jobs))
+        work = [(run, resolved[slot], code) for slot, code in jobs]
+        try:
+            results = self._leases.submit(key, slots, work).results()
+        finally:
+            self._metrics.flush()
+        return pickle.dumps(results, protocol=pickle.HIGHEST_PROTOCOL)
 
     @ray.method(concurrency_group="control")
     def cancel(self, lease_prefix: str) -> int:

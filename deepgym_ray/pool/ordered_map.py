@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import collections
 import logging
+import pickle
 import time
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -318,18 +319,20 @@ class MapRun(Iterator[RunResult]):
             self._retry.extendleft(reversed(later))
 
     def _submit(self, actor: int, chunk: list[_Job]) -> None:
+        # Lists, not tuples: Ray serializes lists of strings and numbers itself, a tuple by a
+        # call back into Python (see VerifierActor.run_chunk).
         local: dict[int, int] = {}
-        envs: list[tuple[str, list[ray.ObjectRef]]] = []
-        work: list[tuple[int, Any]] = []
+        envs: list[list[Any]] = []
+        work: list[list[Any]] = []
         for job in chunk:
             slot = local.get(job.slot)
             if slot is None:
                 slot = local[job.slot] = len(envs)
                 key, refs, _ = self._table.entries[job.slot]
-                envs.append((key, refs))
-            work.append((slot, job.answer))
+                envs.append([key, refs])
+            work.append([slot, job.answer])
         try:
-            lease = (f"{self._lease_key}/{self._epoch[actor]}", self._slots[actor])
+            lease = [f"{self._lease_key}/{self._epoch[actor]}", self._slots[actor]]
             ref = self._actors[actor].run_chunk.remote(envs, work, lease)
         except Exception as exc:  # an answer that cannot be sent (not picklable)
             if len(chunk) > 1:
@@ -353,6 +356,8 @@ class MapRun(Iterator[RunResult]):
         self._load[actor] -= len(chunk)
         try:
             results = ray.get(ref)
+            if isinstance(results, bytes):  # pickled by the actor (see VerifierActor.run_chunk)
+                results = pickle.loads(results)
         except Exception as exc:
             self._chunk_failed(actor, chunk, exc)
             return
