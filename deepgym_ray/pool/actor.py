@@ -52,9 +52,10 @@ _LATENCY_BOUNDARIES = [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60,
 
 
 class _Metrics:
-    """The actor's Ray metrics, tagged with its pool. Counts are added up here and handed to
-    Ray once per chunk (:meth:`flush`): a Ray metric call costs microseconds, as much as the
-    rest of a run's bookkeeping when runs take a millisecond. Times are observed per run."""
+    """The actor's Ray metrics, tagged with its pool. Each run is noted here and handed to Ray
+    once its chunk is done (:meth:`flush`, from the chunk's own thread): a Ray metric call costs
+    microseconds, as much as the rest of a fast run's bookkeeping, and more when the threads
+    running the runs contend for it. Counts go as one call per outcome."""
 
     def __init__(self, pool: str) -> None:
         from ray.util import metrics
@@ -62,18 +63,19 @@ class _Metrics:
         self.tags = {"pool": pool}
         self._lock = threading.Lock()
         self._counts: collections.Counter[tuple[str, str]] = collections.Counter()
+        self._times: list[tuple[float, float]] = []
         self.runs = metrics.Counter(
-            "deepgym_runs", "Runs scored, by outcome (passed, failed, no_verdict).",
+            "deepgym_runs", "Runs scored, by outcome (passed, failed, no_verdict, cancelled).",
             tag_keys=("pool", "outcome"))
         self.no_verdict = metrics.Counter(
             "deepgym_no_verdict", "Runs without a verdict, by error type.",
             tag_keys=("pool", "error_type"))
         self.latency = metrics.Histogram(
             "deepgym_run_seconds", "Time of one run in the sandbox.",
-            boundaries=_LATENCY_BOUNDARIES, tag_keys=("pool",))
+            boundaries=_LATENCY_BOUNDARIES, tag_keys=("pool",)).set_default_tags(self.tags)
         self.queue_wait = metrics.Histogram(
             "deepgym_queue_wait_seconds", "Time a run waited on its actor before it started.",
-            boundaries=_LATENCY_BOUNDARIES, tag_keys=("pool",))
+            boundaries=_LATENCY_BOUNDARIES, tag_keys=("pool",)).set_default_tags(self.tags)
 
     def record(self, result: RunResult, seconds: float, waited: float) -> None:
         outcome = "passed" if result.has_verdict and result.passed else (
@@ -84,16 +86,19 @@ class _Metrics:
             self._counts["outcome", outcome] += 1
             if outcome == "no_verdict":
                 self._counts["error_type", result.error_type or "unknown"] += 1
-        self.latency.observe(seconds, self.tags)
-        self.queue_wait.observe(waited, self.tags)
+            self._times.append((seconds, waited))
 
     def flush(self) -> None:
-        """Hand the counts added up so far to Ray."""
+        """Hand what was noted so far to Ray."""
         with self._lock:
             counts, self._counts = self._counts, collections.Counter()
+            times, self._times = self._times, []
         for (tag, value), n in counts.items():
             metric = self.runs if tag == "outcome" else self.no_verdict
             metric.inc(n, {**self.tags, tag: value})
+        for seconds, waited in times:
+            self.latency.observe(seconds)
+            self.queue_wait.observe(waited)
 
 
 @ray.remote(concurrency_groups={"control": 2}, max_restarts=-1, max_task_retries=0)
