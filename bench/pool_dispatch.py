@@ -6,9 +6,9 @@ the actors and the client's judge code. Answers are generated lazily and results
 not kept, so the driver's memory should stay flat however long the stream.
 
 Besides the rate it prints the rate of each tenth of the stream (a cost that grows with N shows
-as a falling rate) and the CPU time (user + system) the driver and the actors spent per
-completion: on a machine shared with other work the wall rate swings with their load, the CPU
-a completion costs much less.
+as a falling rate) and the CPU time (user + system) the driver, the actors and Ray's own
+processes (GCS, raylet, agents) spent per completion: on a machine shared with other work the
+wall rate swings with their load, the CPU a completion costs much less.
 
 Usage:
     python bench/pool_dispatch.py [--n 100000] [--max-parallel 512] [--actors 2]
@@ -80,6 +80,21 @@ def cpu_seconds(pid: int | str = "self") -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+def ray_system_pids() -> list[int]:
+    """The pids of this Ray session's own processes (GCS, raylet, agents): their command
+    lines name the session."""
+    session = ray._private.worker.global_worker.node.session_name.encode()
+    pids = []
+    for entry in os.listdir("/proc"):
+        try:
+            with open(f"/proc/{entry}/cmdline", "rb") as f:
+                if entry.isdigit() and session in f.read():
+                    pids.append(int(entry))
+        except OSError:
+            continue
+    return pids
+
+
 def make_pool(actors: int, concurrency: int, delay: float = 0.0) -> VerifierPool:
     pool = PoolConfig(name=f"bench-{uuid.uuid4().hex[:6]}", actors=actors,
                       actor_concurrency=concurrency, num_cpus_per_actor=0)
@@ -102,10 +117,12 @@ def main() -> None:
         for _ in pool.map(env, ("print(1)" for _ in range(5000)), args.max_parallel):
             pass  # warm-up: workers, imports, env caches
         actor_pids = [s["pid"] for s in pool.stats()]
+        system_pids = ray_system_pids()
         samples, rates = [], []
         every = max(1, args.n // 10)
         passed = 0
-        cpu_before = cpu_seconds(), sum(cpu_seconds(p) for p in actor_pids)
+        cpu_before = (cpu_seconds(), sum(cpu_seconds(p) for p in actor_pids),
+                      sum(cpu_seconds(p) for p in system_pids))
         start = last = time.perf_counter()
         answers = (f"print({i})" for i in range(args.n))
         for i, result in enumerate(pool.map(env, answers, args.max_parallel), 1):
@@ -118,6 +135,7 @@ def main() -> None:
         elapsed = time.perf_counter() - start
         driver_cpu = cpu_seconds() - cpu_before[0]
         actors_cpu = sum(cpu_seconds(p) for p in actor_pids) - cpu_before[1]
+        system_cpu = sum(cpu_seconds(p) for p in system_pids) - cpu_before[2]
     finally:
         pool.shutdown()
     rate = args.n / elapsed
@@ -125,7 +143,8 @@ def main() -> None:
           f"(target >= 10000/s: {rate / 10000:.2f} of it)")
     print(f"rate per tenth of the stream: {rates}")
     print(f"CPU per completion: driver {driver_cpu / args.n * 1e6:.0f} us, actors "
-          f"{actors_cpu / args.n * 1e6:.0f} us (load average {os.getloadavg()[0]:.1f})")
+          f"{actors_cpu / args.n * 1e6:.0f} us, Ray's own processes "
+          f"{system_cpu / args.n * 1e6:.0f} us (load average {os.getloadavg()[0]:.1f})")
     print(f"driver RSS MB every {every}: {samples}")
     print(f"driver RSS growth first->last sample: {samples[-1] - samples[0]:+.1f} MB")
 

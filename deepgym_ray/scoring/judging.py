@@ -141,18 +141,31 @@ def _check(cancel: CancelSignal | None, when: str, sandbox_id: str | None = None
                                 sandbox_id=sandbox_id) from cause
 
 
+def _message(line: bytes, prefix: bytes) -> dict[str, Any] | None:
+    """The JSON object a line carrying the run's token holds, else None."""
+    if not line.startswith(prefix):
+        return None
+    try:
+        value = json.loads(line[len(prefix):])
+    except ValueError:
+        return None
+    return value if isinstance(value, dict) else None
+
+
 def _tagged(stdout: bytes, token: str) -> list[dict[str, Any]]:
     prefix = token.encode() + b" "
-    messages = []
-    for line in stdout.splitlines():
-        if line.startswith(prefix):
-            try:
-                value = json.loads(line[len(prefix):])
-            except ValueError:
-                continue
-            if isinstance(value, dict):
-                messages.append(value)
-    return messages
+    return [m for m in (_message(line, prefix) for line in stdout.splitlines()) if m is not None]
+
+
+def _last_final(stdout: bytes, token: str) -> dict[str, Any] | None:
+    """The runner's last final message, looked for from the end (it is the last line of a run
+    that went right, so the others need not be parsed)."""
+    prefix = token.encode() + b" "
+    for line in reversed(stdout.splitlines()):
+        message = _message(line, prefix)
+        if message is not None and message.get("final"):
+            return message
+    return None
 
 
 def _tail(data: bytes, size: int = 2000) -> str:
@@ -161,13 +174,12 @@ def _tail(data: bytes, size: int = 2000) -> str:
 
 def interpret(outcome: CommandResult, token: str, sandbox_id: str | None = None) -> RunResult:
     """Turn what the runner did into a result, or raise when nothing was judged."""
-    messages = _tagged(outcome.stdout, token)
-    in_play = any(m.get("event") == "in_play" or m.get("in_play") for m in messages)
-    finals = [m for m in messages if m.get("final")]
-    final = finals[-1] if finals else None
+    final = _last_final(outcome.stdout, token)
     # A final line counts only when the runner then exited with the code it announced.
     if final is not None and not outcome.timed_out and outcome.exit_code == final.get("exit_code"):
         return _from_final(final, outcome, sandbox_id)
+    in_play = any(m.get("event") == "in_play" or m.get("in_play")
+                  for m in _tagged(outcome.stdout, token))
     stderr = _tail(outcome.stderr)
     if outcome.timed_out:
         if in_play:
