@@ -90,3 +90,44 @@ def test_the_startup_sweep_unmounts_and_removes_a_dead_providers_work_root(monke
     (stale / "deepgym-run-999999999-xyz" / "verifier.py").write_text("x")
     workarea.sweep_stale_dirs()
     assert not stale.exists() and workarea.mounts_under(tmp_path) == []
+
+
+KILLED_MID_RUN = """
+import os, signal, sys, threading, time
+from deepgym_ray.client import DeepGym
+from deepgym_ray.envs import load_environment
+from deepgym_ray.sandboxes.local import LocalProvider
+
+provider = LocalProvider()
+env = load_environment("coin_change")
+client = DeepGym(provider=provider)
+print("first", client.run(env, env.reference_solution).score, flush=True)
+hang = "import time\\ndef coinChange(coins, amount):\\n    time.sleep(600)\\n"
+threading.Thread(target=client.run, args=(env, hang), daemon=True).start()
+time.sleep(1.5)  # the second run's solution is up, its tmpfs mounted
+os.kill(os.getpid(), signal.SIGKILL)  # as Ray ends a worker: no clean-up of ours runs
+"""
+
+
+def test_a_killed_providers_mounts_and_directories_go_with_it(tmp_path):
+    """A process killed mid-run leaves no mount and no directory in its temp directory, even
+    one that no later provider ever sweeps (its janitor releases them)."""
+    import subprocess
+    import sys
+    import time
+
+    if os.geteuid() != 0:
+        import pytest
+
+        pytest.skip("the work area is a tmpfs only as root")
+    env = {**os.environ, "TMPDIR": str(tmp_path)}
+    proc = subprocess.run([sys.executable, "-c", KILLED_MID_RUN], env=env, capture_output=True,
+                          text=True, timeout=300)
+    assert proc.returncode == -9 and "first 1.0" in proc.stdout, proc.stderr[-3000:]
+    left = None
+    for _ in range(300):  # the janitor works once the process is gone: wait for it, bounded
+        left = workarea.mounts_under(tmp_path) + [p.name for p in tmp_path.glob("deepgym-*")]
+        if not left:
+            break
+        time.sleep(0.1)
+    assert not left, left

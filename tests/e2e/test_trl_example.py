@@ -1,6 +1,6 @@
 """``examples/trl_grpo.py --tiny``, as a user runs it: a real GRPO run on the CPU that leaves
-nothing behind in the temp folder and shows a reward above 0 (its tiny model is taught the
-reference answers first, so some sampled answers are right)."""
+nothing behind in the temp folder (no directory, no mount) and shows a reward above 0 (its tiny
+model is taught the reference answers first, so some sampled answers are right)."""
 
 from __future__ import annotations
 
@@ -9,9 +9,12 @@ import os
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 import pytest
+
+from deepgym_ray.sandboxes.local.workarea import mounts_under
 
 pytestmark = pytest.mark.e2e
 
@@ -42,3 +45,12 @@ def test_tiny_grpo_example_shows_a_reward_and_leaves_nothing_behind(tmp_path):
     assert len(rewards) == 3 and max(rewards) > 0.0, rewards
     assert "step 3: reward" in proc.stderr and "no verdict" in proc.stderr, proc.stderr[-3000:]
     assert list(temp.glob("deepgym-grpo-*")) == []  # the run's folder was removed
+    # Ray's end killed the actors, which had mounted their work areas there: their janitors
+    # release them once they are gone (a bounded wait for that, not a timing).
+    left = None
+    for _ in range(300):
+        left = mounts_under(temp) + [p.name for p in temp.glob("deepgym-*")]
+        if not left:
+            break
+        time.sleep(0.1)
+    assert not left, left

@@ -70,6 +70,7 @@ from deepgym_ray.sandboxes.local.isolation import (
     count_own_processes,
     world_reachable,
 )
+from deepgym_ray.sandboxes.local.janitor import release_at_exit
 from deepgym_ray.sandboxes.local.workarea import (
     WorkRoot,
     discard,
@@ -164,8 +165,10 @@ class LocalProvider(SandboxProvider):
             os.chmod(self._solutions_root, 0o711)
             try:  # each run's tmpfs, mounted later, must show in the zygote's namespace too
                 make_shared(self._solutions_root)
-                # A mount outlives this process: release it even if close() is never called.
+                # A mount outlives this process: release it even if close() is never called,
+                # and even if this process is killed.
                 weakref.finalize(self, discard_if_empty, self._solutions_root)
+                release_at_exit(self._solutions_root)
             except OSError as exc:
                 self._tmpfs = False
                 logger.debug("no shared mount for the zygote: %s", exc)

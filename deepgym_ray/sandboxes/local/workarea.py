@@ -30,6 +30,7 @@ import threading
 import weakref
 from pathlib import Path
 
+from deepgym_ray.sandboxes.local.janitor import release_at_exit
 from deepgym_ray.sandboxes.local.removal import remove_tree
 
 logger = logging.getLogger(__name__)
@@ -168,8 +169,10 @@ class WorkRoot:
                     self.mount = False
                     os.rmdir(path)
                     return None
-                # A mount outlives this process: release it even if close() is never called.
+                # A mount outlives this process: release it even if close() is never called,
+                # and even if this process is killed.
                 weakref.finalize(self, discard_if_empty, path)
+                release_at_exit(path)
                 self.path, self._pid = path, os.getpid()
             return self.path
 

@@ -32,6 +32,8 @@ import threading
 from collections.abc import Sequence
 from pathlib import Path
 
+from deepgym_ray.sandboxes.local.janitor import release_at_exit
+
 logger = logging.getLogger(__name__)
 
 JUDGE = Path(__file__).resolve().parents[2] / "judge"
@@ -95,6 +97,7 @@ class SolutionZygote:
 
     def _start_locked(self) -> None:
         self._dir = tempfile.mkdtemp(prefix=f"deepgym-run-{os.getpid()}-zctl")
+        release_at_exit(self._dir)  # removed by close(), or after this process is killed
         os.chmod(self._dir, 0o700)
         self._path = os.path.join(self._dir, "ctl")
         listener = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
