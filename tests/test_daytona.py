@@ -49,6 +49,11 @@ def pool_client(daytona_server, ray_local):
     get_pool(client).shutdown()
 
 
+# A hung call is given up at the run's time plus two call timeouts: the fault tests run with a
+# shorter run time than coin_change's 30 s, so that one costs 20 s, not 40.
+FAULT_ENV = type(ENV).model_validate({**ENV.model_dump(), "timeout": 10.0})
+
+
 def _map_one(client, answer, env=ENV, retries=0):
     return list(get_pool(client).map(env, [answer], max_parallel=1, max_retries=retries))[0]
 
@@ -216,7 +221,7 @@ def test_each_fault_gives_no_verdict_with_its_error(pool_client, server, fault, 
     call, action, status = fault
     # The SDK retries a dropped toolbox connection itself (three times): drop them all.
     server.faults.add(call, action, status=status, times=None if action == "drop" else 1)
-    result = _map_one(pool_client, ENV.reference_solution)
+    result = _map_one(pool_client, ENV.reference_solution, env=FAULT_ENV)
     assert not result.has_verdict and result.reward is None and not result.passed, result
     assert result.error_type == "sandbox_error"
     assert expected in (result.details or ""), result.details
@@ -230,7 +235,8 @@ def test_a_batch_with_faults_sprinkled_in_gets_one_verdict_per_input(pool_client
     server.faults.add("session_exec", "status", status=503, times=None, rate=0.15)
     server.faults.add("upload", "status", status=429, times=3)
     server.faults.add("session_exec", "hang", times=1)
-    results = list(get_pool(pool_client).map(ENV, answers, max_parallel=8, max_retries=6))
+    results = list(get_pool(pool_client).map(FAULT_ENV, answers, max_parallel=8,
+                                             max_retries=6))
     fired = sum(rule.hits for rule in server.faults.rules)
     assert fired >= 4  # the retried ones really failed first
     assert len(results) == len(answers)

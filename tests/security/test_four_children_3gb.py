@@ -7,7 +7,16 @@ from harness import Attack
 # each child says so again after the go, so one that the OOM killer took after reporting (to
 # make room for the last) does not count.
 FOUR_CHILDREN = r'''
-import os, signal
+import os, select, signal
+def _read_all(fd, want, got):
+    # A child the OOM killer took never reports, and the others keep the pipe open: wait for
+    # progress, not for an end that never comes (10 s without a report ends the wait).
+    while len(got) < want and select.select([fd], [], [], 10)[0]:
+        chunk = os.read(fd, 4)
+        if not chunk:
+            break
+        got += chunk
+    return got
 def answer():
     ready_r, ready_w = os.pipe()
     go_r, go_w = os.pipe()
@@ -32,18 +41,9 @@ def answer():
         kids.append(pid)
     os.close(ready_w)
     os.close(held_w)
-    got = b""
-    while len(got) < 4:
-        chunk = os.read(ready_r, 4)
-        if not chunk:
-            break
-        got += chunk
+    got = _read_all(ready_r, 4, b"")
     os.write(go_w, b"xxxx")
-    while len(got) < 8:
-        chunk = os.read(held_r, 4)
-        if not chunk:
-            break
-        got += chunk
+    got = _read_all(held_r, 8, got)
     for pid in kids:
         try:
             os.waitpid(pid, 0)
