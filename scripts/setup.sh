@@ -35,4 +35,8 @@ log "installing deepgym_ray with its extras"
 echo "torch==$(.venv/bin/python -c 'import torch; print(torch.__version__.split("+")[0])')" \
   > .venv/torch-constraint.txt
 .venv/bin/python -m pip install -q -c .venv/torch-constraint.txt -e '.[test,trl,daytona,verl,serve]'
+# pip compiles what it installs, but an editable install leaves the package as source: where
+# PYTHONDONTWRITEBYTECODE is set (CI machines often set it) every command would compile it
+# again, half a second of a short eval's time.
+.venv/bin/python -m compileall -q deepgym_ray >/dev/null
 log "done: $(.venv/bin/deepgym-ray --version)"
