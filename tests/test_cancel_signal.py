@@ -8,6 +8,7 @@ import threading
 import time
 
 import pytest
+from cancel_helpers import SLEEPER, SLEEPING_SOLUTION
 from local_helpers import RecordingProvider, leftovers
 
 from deepgym_ray import contract
@@ -17,15 +18,6 @@ from deepgym_ray.models import Environment
 from deepgym_ray.sandboxes.base import CancelSignal, ForwardingProvider
 from deepgym_ray.scoring import Scorer
 from deepgym_ray.scoring.judging import judge
-
-# The solution's call would take ten minutes; the run's limits allow it.
-SLEEPER = Environment(
-    name="sleeper", timeout=600, case_timeout=600,
-    verifier_code="from deepgym_solution import load_solution\n"
-                  "def verify(solution_path, test_cases_path=None):\n"
-                  "    load_solution(solution_path).wait()\n"
-                  "    return 1.0\n")
-SLEEPING_SOLUTION = "import time\ndef wait():\n    time.sleep(600)\n"
 
 
 def test_the_signal_wakes_every_way_of_watching_it_once():

@@ -20,7 +20,10 @@ import sys
 MNT_DETACH = 2
 
 
-def _mounts_under(roots):
+def mounts_under(*paths):
+    """Mount points at or under any of ``paths`` (deepest first), from one read of
+    /proc/self/mountinfo (the host's code imports this too)."""
+    roots = [os.path.realpath(path).rstrip("/") for path in paths]
     found = []
     try:
         with open("/proc/self/mountinfo") as table:
@@ -38,16 +41,15 @@ def _mounts_under(roots):
 
 def release(paths):
     """Detach what is mounted at or under ``paths`` (three rounds at most), then remove them."""
-    roots = [os.path.realpath(path).rstrip("/") for path in paths]
     libc = ctypes.CDLL(ctypes.util.find_library("c") or None, use_errno=True)
     for _ in range(3):
-        points = _mounts_under(roots)
+        points = mounts_under(*paths)
         if not points:
             break
         for point in points:
             libc.umount2(os.fsencode(point), MNT_DETACH)
-    for root in roots:
-        shutil.rmtree(root, ignore_errors=True)  # fd-based: no symlink leads it elsewhere
+    for path in paths:
+        shutil.rmtree(path, ignore_errors=True)  # fd-based: no symlink leads it elsewhere
 
 
 def main(fd):

@@ -30,6 +30,7 @@ import threading
 import weakref
 from pathlib import Path
 
+from deepgym_ray.sandboxes.local.deepgym_janitor import mounts_under
 from deepgym_ray.sandboxes.local.janitor import release_at_exit
 from deepgym_ray.sandboxes.local.removal import remove_tree
 
@@ -71,24 +72,6 @@ def make_shared(path: str | os.PathLike[str]) -> None:
     target = os.fsencode(path)
     _check(_libc().mount(target, target, None, MS_BIND, None), f"bind {path}")
     _check(_libc().mount(None, target, None, MS_SHARED | MS_REC, None), f"share {path}")
-
-
-def mounts_under(*paths: str | os.PathLike[str]) -> list[str]:
-    """Mount points at or under any of ``paths`` (deepest first), from one read of
-    /proc/self/mountinfo."""
-    roots = [os.path.realpath(path).rstrip("/") for path in paths]
-    found = []
-    try:
-        lines = Path("/proc/self/mountinfo").read_text().splitlines()
-    except OSError:
-        return []
-    for line in lines:
-        fields = line.split(" ")
-        if len(fields) > 4:
-            point = fields[4].encode().decode("unicode_escape")  # \040 for a space, etc.
-            if any(point == root or point.startswith(root + "/") for root in roots):
-                found.append(point)
-    return sorted(found, key=len, reverse=True)
 
 
 def unmount_under(*paths: str | os.PathLike[str]) -> bool:
