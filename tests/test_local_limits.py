@@ -36,10 +36,11 @@ import os
 
 def attack():
     release_r, release_w = os.pipe()  # never written: each child holds its block until the end
-    readers = []
+    readers, kids = [], []
     for _ in range(4):  # 4 x 200 MB, each under the 512 MB per-process limit
         r, w = os.pipe()
-        if os.fork() == 0:
+        pid = os.fork()
+        if pid == 0:
             os.close(r)
             os.close(release_w)
             block = b"x" * (200 << 20)
@@ -48,8 +49,12 @@ def attack():
             os._exit(0)
         os.close(w)
         readers.append(r)
+        kids.append(pid)
     held = sum(len(os.read(r, 1)) for r in readers)
-    return held == 4  # all four hold their 200 MB at once: 800 MB in a 512 MB run
+    # The OOM killer may take a child after it reported (to make room for the last): only
+    # children still alive now hold their block.
+    alive = sum(os.waitpid(pid, os.WNOHANG) == (0, 0) for pid in kids)
+    return held == 4 and alive == 4  # 800 MB at once in a 512 MB run
 '''
 
 
