@@ -10,8 +10,13 @@ a mount it did not expect is neither emptied nor left behind.
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 import tempfile
+import time
 from pathlib import Path
+
+import pytest
 
 from deepgym_ray.envs import load_environment
 from deepgym_ray.sandboxes.local import LocalProvider, workarea
@@ -93,18 +98,21 @@ def test_the_startup_sweep_unmounts_and_removes_a_dead_providers_work_root(monke
 
 
 KILLED_MID_RUN = """
-import os, signal, sys, threading, time
+import os, signal, sys, tempfile, threading, time
 from deepgym_ray.client import DeepGym
 from deepgym_ray.envs import load_environment
 from deepgym_ray.sandboxes.local import LocalProvider
+from deepgym_ray.sandboxes.local.workarea import mounts_under
 
 provider = LocalProvider()
 env = load_environment("coin_change")
 client = DeepGym(provider=provider)
 print("first", client.run(env, env.reference_solution).score, flush=True)
-hang = "import time\\ndef coinChange(coins, amount):\\n    time.sleep(600)\\n"
+hang = "import time\\ndef coin_change(coins, amount):\\n    time.sleep(600)\\n"
+before = len(mounts_under(tempfile.gettempdir()))  # the roots: the first run mounted them
 threading.Thread(target=client.run, args=(env, hang), daemon=True).start()
-time.sleep(1.5)  # the second run's solution is up, its tmpfs mounted
+while len(mounts_under(tempfile.gettempdir())) <= before:  # the second run's tmpfs is mounted
+    time.sleep(0.01)
 os.kill(os.getpid(), signal.SIGKILL)  # as Ray ends a worker: no clean-up of ours runs
 """
 
@@ -112,13 +120,7 @@ os.kill(os.getpid(), signal.SIGKILL)  # as Ray ends a worker: no clean-up of our
 def test_a_killed_providers_mounts_and_directories_go_with_it(tmp_path):
     """A process killed mid-run leaves no mount and no directory in its temp directory, even
     one that no later provider ever sweeps (its janitor releases them)."""
-    import subprocess
-    import sys
-    import time
-
     if os.geteuid() != 0:
-        import pytest
-
         pytest.skip("the work area is a tmpfs only as root")
     env = {**os.environ, "TMPDIR": str(tmp_path)}
     proc = subprocess.run([sys.executable, "-c", KILLED_MID_RUN], env=env, capture_output=True,
