@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 from judge_helpers import SECRET, probe_env, processes_with
 
+from deepgym_ray import judge
 from deepgym_ray.client import DeepGym
 from deepgym_ray.envs import load_environment
 
@@ -298,8 +299,11 @@ def test_planted_symlink_does_not_redirect_the_runners_writes(isolation):
         assert result.score == 1.0, result
 
 
-def test_verifier_reading_attack_works_when_unconfined():
+def test_verifier_reading_attack_works_when_unconfined(monkeypatch):
     """Not vacuous: run on the host itself, the attack finds the installed verifier and cheats."""
+    # The verifier it finds imports the judge's helpers by plain name, as in a sandbox (this
+    # passed only when an earlier test had put the judge's folder on sys.path).
+    monkeypatch.syspath_prepend(str(Path(judge.__file__).parent))
     namespace: dict = {}
     exec(READ_VERIFIER_COIN[1], namespace)
     assert namespace["coin_change"]([1, 2, 5], 11) == 3

@@ -91,6 +91,28 @@ def test_opening_the_solution_file_counts_as_in_play(dg):
     assert result.has_verdict and result.error_type == "solution_error"
 
 
+@pytest.mark.parametrize("how", ["relative", "through_a_link", "through_a_linked_folder"])
+def test_opening_the_solution_file_by_another_path_counts_as_in_play(dg, how):
+    # The runner resolves only paths that end in the file's name or in a link (a stat per
+    # component on every open costs): each other way to reach the file must still count.
+    reach = {
+        "relative": "os.chdir(os.path.dirname(p)); open(os.path.basename(p)).read()",
+        "through_a_link": "os.symlink(p, 'answer.txt'); open('answer.txt').read()",
+        "through_a_linked_folder": "os.symlink(os.path.dirname(p), 'there'); "
+                                   "open(os.path.join('there', os.path.basename(p))).read()",
+    }[how]
+    code = f"import os\ndef verify(p, t=None):\n    {reach}\n    raise ValueError('x')\n"
+    result = dg.run(env_for(code), GOOD)
+    assert result.has_verdict and result.error_type == "solution_error"
+
+
+def test_opening_another_file_is_not_in_play(dg):
+    code = ("import os\ndef verify(p, t=None):\n    open(os.devnull).read()\n"
+            "    raise ValueError('x')\n")
+    with pytest.raises(VerifierError):
+        dg.run(env_for(code), GOOD)
+
+
 def test_exceptions_keep_builtin_types_and_values_are_plain(dg):
     code = '''
 from deepgym_solution import load_solution, OpaqueValue, SolutionError

@@ -104,6 +104,32 @@ def _loopback():  # the loopback works, as in bwrap's network namespace
     assert "FileNotFoundError" in report["parent"]  # cannot see its parent (another uid)
 
 
+def test_a_change_to_a_preloaded_module_stays_in_its_own_run(provider):
+    # The zygote imports what solutions commonly use (typing, re, ...) once; each run gets its
+    # own copy: what one run does to them, the next never sees.
+    tamper = """
+import random, re, typing
+typing.List = "tampered"
+re.compile = None
+random.seed(1234)
+def probe():
+    return {"list": repr(typing.List), "random": random.random()}
+"""
+    look = """
+import random, re, typing
+def probe():
+    return {"list": repr(typing.List), "compile": callable(re.compile),
+            "random": random.random(), "preloaded": "typing" in __import__("sys").modules}
+"""
+    tampered = judge(provider, tamper)
+    assert tampered["list"] == "'tampered'"
+    after = [judge(provider, look) for _ in range(2)]
+    for report in after:
+        assert report["list"] == "typing.List" and report["compile"] and report["preloaded"]
+    # random re-seeds in every forked child: neither the tampered seed nor one shared stream
+    assert len({tampered["random"], after[0]["random"], after[1]["random"]}) == 3
+
+
 def test_runs_cannot_reach_each_others_directories(provider):
     other = provider.create(Environment(name="other", verifier_code=REPORT_VERIFIER))
     try:

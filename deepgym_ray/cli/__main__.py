@@ -1,5 +1,5 @@
 """``python -m deepgym_ray.cli``: the same as ``deepgym-ray``."""
 
-from deepgym_ray.cli.main import main
+from deepgym_ray.cli.main import run
 
-raise SystemExit(main())
+run()

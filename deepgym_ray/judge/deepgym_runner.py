@@ -125,11 +125,16 @@ def _as_function(source):
 def _install_in_play_hooks(solution_path, spawn):
     """Date the moment the verifier touches the solution's file (an ``open`` of it)."""
     target = os.path.realpath(solution_path)
+    name = os.path.basename(target)
 
     def hook(event, args):
         if event == "open" and not spawn.STATE["in_play"] and args and isinstance(args[0], str):
+            path = args[0]
             try:
-                if os.path.realpath(args[0]) == target:
+                # A path can only lead to the file if it ends in the file's name or in a link
+                # (one lstat); only then is it resolved (a stat per component, on every open).
+                if ((os.path.basename(path) == name or os.path.islink(path))
+                        and os.path.realpath(path) == target):
                     spawn.mark_in_play()
             except (OSError, ValueError):
                 pass

@@ -26,9 +26,9 @@ CONNECT_TIMEOUT = 5.0
 def _host_pid(pidfd):
     """The pid (in our PID namespace) of the process behind ``pidfd``; None when gone."""
     try:
-        with open(f"/proc/self/fdinfo/{pidfd}", encoding="ascii") as f:
+        with open(f"/proc/self/fdinfo/{pidfd}", "rb") as f:  # bytes: no codec to import
             for line in f:
-                if line.startswith("Pid:"):
+                if line.startswith(b"Pid:"):
                     pid = int(line.split()[1])
                     return pid if pid > 0 else None
     except (OSError, ValueError):

@@ -42,19 +42,17 @@ from __future__ import annotations
 import logging
 import os
 import secrets
-import signal
 import subprocess
 import sys
 import tempfile
-import time
 import weakref
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from deepgym_ray.exceptions import SandboxError
-from deepgym_ray.judge import RUNNER
-from deepgym_ray.judge.deepgym_proc import Drain, kill_uid, wait_exit
+from deepgym_ray.judge import RUNNER, judge_files
+from deepgym_ray.judge.deepgym_proc import kill_uid
 from deepgym_ray.models import Environment
 from deepgym_ray.sandboxes.base import (
     CancelSignal,
@@ -64,6 +62,7 @@ from deepgym_ray.sandboxes.base import (
     sandbox_path,
 )
 from deepgym_ray.sandboxes.local.cgroups import RunCgroup, RunCgroups, missing_guarantees
+from deepgym_ray.sandboxes.local.commands import kill_group, run_exec, run_forked
 from deepgym_ray.sandboxes.local.forkserver import RunnerForkServer
 from deepgym_ray.sandboxes.local.isolation import (
     bwrap_prefix,
@@ -78,6 +77,7 @@ from deepgym_ray.sandboxes.local.workarea import (
     make_shared,
     mount_tmpfs,
     sweep_stale_dirs,
+    write_file,
 )
 from deepgym_ray.sandboxes.local.zygote import SolutionZygote
 
@@ -106,6 +106,7 @@ class _Box:
     zygote: subprocess.Popen | None = None  # the zygote serving this run, if any
     cgroup: RunCgroup | None = None  # the run's cgroups, where the machine gives them
     mounted: bool = False  # the solution's directory is its own tmpfs
+    deferred: dict[str, bytes] = field(default_factory=dict)  # see put_files
 
 
 def _base_python() -> str:
@@ -164,7 +165,7 @@ class LocalProvider(SandboxProvider):
             self._solutions_root = tempfile.mkdtemp(prefix=f"deepgym-sol-{os.getpid()}-z")
             os.chmod(self._solutions_root, 0o711)
             try:  # each run's tmpfs, mounted later, must show in the zygote's namespace too
-                make_shared(self._solutions_root)
+                make_shared(self._solutions_root, size_mb=disk_mb)
                 # A mount outlives this process: release it even if close() is never called,
                 # and even if this process is killed.
                 weakref.finalize(self, discard_if_empty, self._solutions_root)
@@ -263,11 +264,21 @@ class LocalProvider(SandboxProvider):
 
     def put_files(self, sandbox: Sandbox, files: Mapping[str, bytes]) -> None:
         box: _Box = sandbox.handle
+        judge = judge_files() if self.fork_server is not None else {}
         for name, content in files.items():
             rel = sandbox_path(name)
-            path = box.work_dir.joinpath(*rel.parts)
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_bytes(content)
+            if judge.get(name) == content:
+                # A runner forked by the server has the judge loaded already: its files are
+                # written only if a command is exec'd here (11 files a run, 140 kB).
+                box.deferred[name] = content
+                continue
+            box.deferred.pop(name, None)
+            write_file(box.work_dir, rel, content)
+
+    def _write_deferred(self, box: _Box) -> None:
+        for name, content in box.deferred.items():
+            write_file(box.work_dir, sandbox_path(name), content)
+        box.deferred.clear()
 
     def solution_launch(self, sandbox: Sandbox) -> dict:
         """How the runner must start solution processes in this sandbox (sent in its config)."""
@@ -320,70 +331,14 @@ class LocalProvider(SandboxProvider):
         command = list(command)
         if command and command[0] == "python3":
             command[0] = self.python
-        started = time.monotonic()
+        limits = {"timeout": timeout, "stdin": stdin, "wake": wake,
+                  "output_limit": self.output_limit}
         if self.fork_server is not None and command == [self.python, "-I", "-S", "-B", RUNNER]:
-            result = self._run_forked(box, environ, timeout, stdin, wake)
+            result = run_forked(self.fork_server, box.work_dir, environ, **limits)
             if result is not None:
                 return result
-        try:
-            proc = subprocess.Popen(command, cwd=box.work_dir, env=environ,
-                                    stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                    stderr=subprocess.PIPE, start_new_session=True, close_fds=True)
-        except OSError as exc:
-            raise SandboxError(f"cannot start {command[0]!r}: {exc}",
-                               sandbox_id=sandbox.id) from exc
-        box.procs.append(proc)
-        out, err = Drain(proc.stdout, self.output_limit), Drain(proc.stderr, MB)
-        try:
-            proc.stdin.write(stdin or b"")
-            proc.stdin.close()
-        except OSError:
-            pass  # it died at once; its exit code says so
-        timed_out = not wait_exit(proc, timeout, wake)
-        self._kill_group(proc)  # at the deadline (or given up), and whatever it left behind
-        out.join(5)
-        err.join(5)
-        return CommandResult(exit_code=None if timed_out else proc.returncode,
-                             stdout=bytes(out.data), stderr=bytes(err.data),
-                             timed_out=timed_out, duration=time.monotonic() - started)
-
-    def _run_forked(self, box: _Box, environ: Mapping[str, str], timeout: float,
-                    stdin: bytes | None, wake: int | None) -> CommandResult | None:
-        """The judge runner, forked by the warm server; None when the server is unusable."""
-        started = time.monotonic()
-        in_r, in_w = os.pipe()
-        out_r, out_w = os.pipe()
-        err_r, err_w = os.pipe()
-        try:
-            run = self.fork_server.start_runner(str(box.work_dir), environ, (in_r, out_w, err_w))
-        finally:
-            for fd in (in_r, out_w, err_w):
-                os.close(fd)
-        if run is None:
-            for fd in (in_w, out_r, err_r):
-                os.close(fd)
-            return None
-        out = Drain(os.fdopen(out_r, "rb"), self.output_limit)
-        err = Drain(os.fdopen(err_r, "rb"), MB)
-        try:
-            with os.fdopen(in_w, "wb") as pipe:
-                pipe.write(stdin or b"")
-        except OSError:
-            pass  # it died at once; its exit code says so
-        try:
-            timed_out = not run.wait(timeout, wake)
-            if timed_out:  # at the deadline, or given up
-                run.kill()  # the server kills the group, whatever it left behind too
-        finally:
-            run.close()
-        out.join(5)
-        err.join(5)
-        if run.lost:  # our fork server died under the run: an outage, never the answer's 0
-            raise SandboxError("the runner fork server died during the run; the answer was "
-                               "not judged", sandbox_id=box.work_dir.name)
-        return CommandResult(exit_code=None if timed_out else run.returncode,
-                             stdout=bytes(out.data), stderr=bytes(err.data),
-                             timed_out=timed_out, duration=time.monotonic() - started)
+        self._write_deferred(box)
+        return run_exec(command, box.work_dir, environ, procs=box.procs, **limits)
 
     def warm(self) -> None:
         """Start the runner fork server and the solution zygote now: their start-up (an
@@ -414,7 +369,7 @@ class LocalProvider(SandboxProvider):
     def _end_processes(self, sandbox: Sandbox) -> None:
         box: _Box = sandbox.handle
         for proc in box.procs:
-            self._kill_group(proc)
+            kill_group(proc)
         if box.cgroup is not None:
             if not box.cgroup.kill_all():
                 raise SandboxError("processes of the run survived SIGKILL; the answer was not "
@@ -430,12 +385,3 @@ class LocalProvider(SandboxProvider):
             box.cgroup = None
         discard(box.work_dir, box.solution_dir.parent,
                 mounted=(box.solution_dir,) if box.mounted else ())
-
-    @staticmethod
-    def _kill_group(proc: subprocess.Popen) -> None:
-        try:
-            os.killpg(proc.pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            pass
-        if not wait_exit(proc, 10):
-            logger.error("process %s survived SIGKILL for 10s", proc.pid)

@@ -56,14 +56,29 @@ def _own_path(controller: str) -> str | None:
     return None
 
 
-def _write(path: Path, value: str) -> None:
-    with open(path, "w", encoding="ascii") as f:
-        f.write(value)
+def _write(path: Path | str, value: str) -> None:
+    # os-level: a buffered text file costs four more system calls, on every run's every group
+    fd = os.open(path, os.O_WRONLY | os.O_CLOEXEC)
+    try:
+        os.write(fd, value.encode("ascii"))
+    finally:
+        os.close(fd)
+
+
+def _read(path: Path | str) -> bytes:
+    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    try:
+        data = b""
+        while chunk := os.read(fd, 1 << 16):
+            data += chunk
+        return data
+    finally:
+        os.close(fd)
 
 
 def _tasks(group: Path) -> list[int]:
     try:
-        return [int(pid) for pid in (group / "cgroup.procs").read_text().split()]
+        return [int(pid) for pid in _read(f"{group}/cgroup.procs").split()]
     except (OSError, ValueError):
         return []
 
@@ -124,7 +139,7 @@ class RunCgroup:
             _write(freezer / "freezer.state", "FROZEN")
             deadline = time.monotonic() + 2
             while time.monotonic() < deadline:
-                if (freezer / "freezer.state").read_text().strip() == "FROZEN":
+                if _read(freezer / "freezer.state").strip() == b"FROZEN":
                     return
                 time.sleep(0.0005)
         except OSError:

@@ -12,7 +12,6 @@ deepest first, and removes them. Standard library only: it starts in millisecond
 """
 
 import ctypes
-import ctypes.util
 import os
 import shutil
 import sys
@@ -41,7 +40,7 @@ def mounts_under(*paths):
 
 def release(paths):
     """Detach what is mounted at or under ``paths`` (three rounds at most), then remove them."""
-    libc = ctypes.CDLL(ctypes.util.find_library("c") or None, use_errno=True)
+    libc = ctypes.CDLL(None, use_errno=True)  # find_library("c") would run ldconfig
     for _ in range(3):
         points = mounts_under(*paths)
         if not points:

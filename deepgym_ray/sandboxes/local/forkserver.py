@@ -33,6 +33,7 @@ logger = logging.getLogger(__name__)
 SERVER = str(Path(__file__).resolve().parent / "deepgym_forkserver.py")
 START_TIMEOUT = 10.0  # for the "started" report; the server only forks once meanwhile
 MAX_RESTARTS = 5
+DRAIN_WAIT = 5.0  # how long output is read after the runner's exit (a child may hold a pipe)
 
 
 class ForkedRun:
@@ -74,6 +75,68 @@ class ForkedRun:
         line = self._line(time.monotonic() + max(0.0, timeout), wake)
         if line is None:
             return False
+        self._ended(line)
+        return True
+
+    def collect(self, outputs: tuple[int, int], limits: tuple[int, int], timeout: float,
+                wake: int | None = None) -> tuple[bool, bytes, bytes]:
+        """Wait for the runner's exit as ``wait`` does (killing it at the deadline or once
+        ``wake`` is readable) while reading its stdout and stderr (``outputs``, read ends the
+        caller closes), each kept up to its limit, until both end or ``DRAIN_WAIT`` after the
+        exit. Returns (timed out, stdout, stderr). One thread does it all: a reader thread per
+        pipe cost 0.2 ms of CPU each, on every run."""
+        data = {fd: bytearray() for fd in outputs}
+        room = dict(zip(outputs, limits, strict=True))
+        poller = select.poll()
+        watched = (self.report.fileno(), *(() if wake is None else (wake,)))
+        for fd in (*outputs, *watched):
+            poller.register(fd, select.POLLIN)
+        open_fds, timed_out, ended = set(outputs), False, None
+        deadline = time.monotonic() + max(0.0, timeout)
+        while True:
+            if ended is None and (timed_out or time.monotonic() >= deadline):
+                timed_out = True  # at the deadline, or given up
+                self.kill()  # the server kills the group, whatever it left behind too
+            if ended is None and (timed_out or self.returncode is not None):
+                ended = time.monotonic()
+                for fd in watched:  # both stay readable from now on
+                    poller.unregister(fd)
+            left = (deadline if ended is None else ended + DRAIN_WAIT) - time.monotonic()
+            if ended is not None and (not open_fds or left <= 0):
+                break  # at left <= 0, something the runner started still holds a pipe
+            for fd, _event in poller.poll(max(0.0, left) * 1000):
+                if fd in open_fds:
+                    chunk = os.read(fd, 1 << 16)
+                    if not chunk:
+                        open_fds.discard(fd)
+                        poller.unregister(fd)
+                    elif room[fd] > len(data[fd]):
+                        data[fd] += chunk[: room[fd] - len(data[fd])]
+                elif ended is None and fd == wake:
+                    timed_out = True
+                elif ended is None and fd == self.report.fileno():
+                    line = self._read_line()
+                    if line is not None:
+                        self._ended(line)
+        return timed_out, bytes(data[outputs[0]]), bytes(data[outputs[1]])
+
+    def _read_line(self) -> bytes | None:
+        """One read of the report socket: the line once complete (b"" if the server is gone),
+        else None."""
+        try:
+            chunk = self.report.recv(256)
+        except OSError:
+            chunk = b""
+        if not chunk:
+            return b""
+        self._buffer += chunk
+        if b"\n" not in self._buffer:
+            return None
+        line, _, self._buffer = self._buffer.partition(b"\n")
+        return line
+
+    def _ended(self, line: bytes) -> None:
+        """Take the server's report of the runner's end (b"": the server is gone)."""
         if line.startswith(b"exit "):
             self.returncode = int(line.split()[1])
         else:  # the server vanished: make sure the runner's group goes with it
@@ -82,7 +145,6 @@ class ForkedRun:
                 os.killpg(self.pid, signal.SIGKILL)
             except (ProcessLookupError, PermissionError):
                 pass
-        return True
 
     def kill(self) -> None:
         """Kill the runner's process group and wait (bounded) for the server's report."""

@@ -4,7 +4,7 @@ As root, each run's solution directory is its own tmpfs (``size=`` and ``nr_inod
 run's files, all together, can take no more space or inodes than its limits, and nothing it
 writes reaches the host's disk; unmounting it (lazily, after every process of the run is gone)
 frees it all at once, whatever tree is inside. The zygote sees each run's tmpfs because the
-parent of all runs' directories is a shared mount (:func:`make_shared`), of which the zygote's
+parent of all runs' directories is a shared tmpfs (:func:`make_shared`), of which the zygote's
 bind mount is a slave. Without root the directory stays on the host's disk, limited per file.
 
 The runner's own work directory (the judge's files, the verifier, its tests; never reachable
@@ -22,13 +22,12 @@ Example:
 from __future__ import annotations
 
 import ctypes
-import ctypes.util
 import logging
 import os
 import tempfile
 import threading
 import weakref
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 from deepgym_ray.sandboxes.local.deepgym_janitor import mounts_under
 from deepgym_ray.sandboxes.local.janitor import release_at_exit
@@ -44,7 +43,8 @@ _LIBC = None
 def _libc():
     global _LIBC
     if _LIBC is None:
-        _LIBC = ctypes.CDLL(ctypes.util.find_library("c") or None, use_errno=True)
+        # The process's own symbols (libc among them): find_library("c") would run ldconfig.
+        _LIBC = ctypes.CDLL(None, use_errno=True)
     return _LIBC
 
 
@@ -55,10 +55,10 @@ def _check(result: int, what: str) -> None:
 
 
 def mount_tmpfs(path: str | os.PathLike[str], *, uid: int, size_mb: int | None = None,
-                inodes: int | None = None) -> None:
-    """Mount a fresh tmpfs owned by ``uid`` (mode 0700) on ``path`` (raises OSError); without
+                inodes: int | None = None, mode: int = 0o700) -> None:
+    """Mount a fresh tmpfs owned by ``uid`` (``mode``) on ``path`` (raises OSError); without
     ``size_mb`` or ``inodes`` the kernel's defaults (half the RAM) hold."""
-    options = f"mode=0700,uid={uid},gid={uid}"
+    options = f"mode={mode:04o},uid={uid},gid={uid}"
     if size_mb is not None:
         options += f",size={int(size_mb)}m"
     if inodes is not None:
@@ -67,11 +67,17 @@ def mount_tmpfs(path: str | os.PathLike[str], *, uid: int, size_mb: int | None =
                          options.encode()), f"mount tmpfs on {path}")
 
 
-def make_shared(path: str | os.PathLike[str]) -> None:
-    """Make ``path`` a mount point whose later sub-mounts propagate to its bind mounts."""
+def make_shared(path: str | os.PathLike[str], *, size_mb: int) -> None:
+    """Make ``path`` a tmpfs of root's (mode 0711, ``size_mb``) whose later sub-mounts propagate
+    to its bind mounts. A tmpfs rather than a bind of the directory to itself: the holder
+    directories made and removed in it on every run then never touch the host's disk."""
+    mount_tmpfs(path, uid=os.geteuid(), size_mb=size_mb, mode=0o711)
     target = os.fsencode(path)
-    _check(_libc().mount(target, target, None, MS_BIND, None), f"bind {path}")
-    _check(_libc().mount(None, target, None, MS_SHARED | MS_REC, None), f"share {path}")
+    try:
+        _check(_libc().mount(None, target, None, MS_SHARED | MS_REC, None), f"share {path}")
+    except OSError:
+        _libc().umount2(target, MNT_DETACH)
+        raise
 
 
 def unmount_under(*paths: str | os.PathLike[str]) -> bool:
@@ -103,6 +109,21 @@ def discard(*paths: str | os.PathLike[str], mounted: tuple[str | os.PathLike[str
     unmounted = unmount_under(*paths) if root else True
     removed = [remove_tree(path) for path in paths]
     return all(removed) and unmounted
+
+
+def write_file(root: str | os.PathLike[str], rel: PurePosixPath, content: bytes) -> None:
+    """Write ``content`` to ``root/rel``, making its folders; os-level, as a run's files are
+    written on every run (pathlib's ``write_bytes`` costs twice the system calls)."""
+    path = os.path.join(root, *rel.parts)
+    if len(rel.parts) > 1:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o666)
+    try:
+        view = memoryview(content)
+        while view:
+            view = view[os.write(fd, view):]
+    finally:
+        os.close(fd)
 
 
 def discard_if_empty(path: str | os.PathLike[str]) -> None:
