@@ -59,13 +59,9 @@ class ForkedRun:
                 if ready:  # woken: the run was given up
                     return None
                 continue
-            try:
-                chunk = self.report.recv(256)
-            except OSError:
-                chunk = b""
-            if not chunk:
-                return b""
-            self._buffer += chunk
+            line = self._read_line()
+            if line is not None:
+                return line
         line, _, self._buffer = self._buffer.partition(b"\n")
         return line
 
