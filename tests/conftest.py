@@ -14,6 +14,12 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("RAY_NODE_IP_ADDRESS", "127.0.0.1")
 os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
 os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+# Ray Serve's controller kills a proxy that is not ready within 5 s or misses three 10 s health
+# checks, then starts another: on a machine whose cores are all busy (scripts/stress_tests.sh)
+# a proxy took longer, and the serve tests failed with the proxy "killed by ray.kill". Every
+# Ray process of the test run inherits these.
+os.environ.setdefault("RAY_SERVE_PROXY_READY_CHECK_TIMEOUT_S", "120")
+os.environ.setdefault("RAY_SERVE_PROXY_HEALTH_CHECK_TIMEOUT_S", "60")
 
 LOCAL_RAY_OPTIONS = {
     "address": "local",  # never join a cluster someone else started on this machine

@@ -298,8 +298,17 @@ def test_the_canary_sees_leftovers_when_there_are_some(engine):
                                        "    _leave()\n") + '''
 
 def _leave():
-    import ctypes, subprocess, sys
-    subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)", MARK])
+    import ctypes, subprocess, sys, time
+    proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)", MARK])
+    # Popen returns once the child's exec has begun; its command line shows a moment later
+    # (the kernel sets it up after closing the exec pipe): wait for it, as a real leftover of
+    # an earlier run would long have it. On a machine with every core busy the canary once
+    # looked in that moment.
+    for _ in range(3000):
+        with open(f"/proc/{proc.pid}/cmdline", "rb") as f:
+            if MARK.encode() in f.read():
+                break
+        time.sleep(0.01)
     with open("/tmp/" + MARK, "w") as f:
         f.write("x")
     ctypes.CDLL(None).shmget(0x5EEE, 4096, 0o1000 | 0o666)

@@ -84,6 +84,9 @@ async def _get(url):
         return await response.json()
 
 
+# 135 s on a quiet machine; with every core kept busy by another process (the suite's
+# stress script) over 300 s, the suite's default limit.
+@pytest.mark.timeout(1200)
 def test_openrlhf_requests_under_load_are_right_and_reach_the_pool_in_batches(service):
     url, pool = service
     envs = [load_environment("coin_change"), load_environment("knapsack_01")]
