@@ -28,10 +28,8 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from functools import lru_cache
 from pathlib import Path
-from types import MappingProxyType
 
 JUDGE_FILES = ("deepgym_runner.py", "deepgym_solution.py", "deepgym_proxy.py", "deepgym_spawn.py",
                "deepgym_proc.py", "deepgym_wire.py", "deepgym_worker.py", "deepgym_cases.py",
@@ -48,9 +46,3 @@ def _read_all() -> tuple[tuple[str, bytes], ...]:
 def sandbox_judge_files() -> dict[str, bytes]:
     """The judge's own files, name -> content, ready for ``provider.put_files``."""
     return dict(_read_all())
-
-
-@lru_cache(maxsize=1)
-def judge_files() -> Mapping[str, bytes]:
-    """The same, read-only: for a provider to recognise them among a run's files."""
-    return MappingProxyType(dict(_read_all()))

@@ -51,7 +51,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from deepgym_ray.exceptions import SandboxError
-from deepgym_ray.judge import RUNNER, judge_files
+from deepgym_ray.judge import RUNNER, sandbox_judge_files
 from deepgym_ray.judge.deepgym_proc import kill_uid
 from deepgym_ray.models import Environment
 from deepgym_ray.sandboxes.base import (
@@ -264,7 +264,7 @@ class LocalProvider(SandboxProvider):
 
     def put_files(self, sandbox: Sandbox, files: Mapping[str, bytes]) -> None:
         box: _Box = sandbox.handle
-        judge = judge_files() if self.fork_server is not None else {}
+        judge = sandbox_judge_files() if self.fork_server is not None else {}
         for name, content in files.items():
             rel = sandbox_path(name)
             if judge.get(name) == content:
@@ -331,14 +331,14 @@ class LocalProvider(SandboxProvider):
         command = list(command)
         if command and command[0] == "python3":
             command[0] = self.python
-        limits = {"timeout": timeout, "stdin": stdin, "wake": wake,
-                  "output_limit": self.output_limit}
+        options = {"timeout": timeout, "stdin": stdin, "wake": wake,
+                   "output_limit": self.output_limit}
         if self.fork_server is not None and command == [self.python, "-I", "-S", "-B", RUNNER]:
-            result = run_forked(self.fork_server, box.work_dir, environ, **limits)
+            result = run_forked(self.fork_server, box.work_dir, environ, **options)
             if result is not None:
                 return result
         self._write_deferred(box)
-        return run_exec(command, box.work_dir, environ, procs=box.procs, **limits)
+        return run_exec(command, box.work_dir, environ, procs=box.procs, **options)
 
     def warm(self) -> None:
         """Start the runner fork server and the solution zygote now: their start-up (an
