@@ -53,7 +53,9 @@ def _stop_session(proc: subprocess.Popen) -> None:
         os.killpg(sid, signal.SIGTERM)
     except ProcessLookupError:
         pass
-    deadline = time.monotonic() + 20
+    # Some of the session's processes never leave on SIGTERM (the teardown always ran to a
+    # 20 s deadline): a few seconds for the rest to go their own way, then SIGKILL.
+    deadline = time.monotonic() + 5
     while _session_members(sid) and time.monotonic() < deadline:
         try:
             proc.wait(timeout=0.2)

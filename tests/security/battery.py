@@ -70,8 +70,8 @@ class Battery:
         innocent: dict[str, Any] = {}
         thread = None
         if attack.neighbour:
-            thread = threading.Thread(target=self._run_into, args=(env, attack.right_code(),
-                                                                    innocent))
+            thread = threading.Thread(target=self._run_into, args=(
+                attack.environment(for_right=True), attack.right_code(), innocent))
             thread.start()
         attacked: dict[str, Any] = {}
         self._run_into(env, attack.code(), attacked)
@@ -91,10 +91,10 @@ class Battery:
         env = attack.environment()
         problems: list[str] = []
         start = self._ledger_size()
-        right = attack.right_code()
+        right, right_env = attack.right_code(), attack.environment(for_right=True)
         outputs = [right, attack.code(), right, right]
-        batch = self.pool_client().run_batch(env, outputs, max_parallel=BATCH_SLOTS)
-        results = batch.results
+        envs = [right_env, env, right_env, right_env]
+        results = self.pool_client().eval(envs, outputs, max_parallel=BATCH_SLOTS).results
         if len(results) != len(outputs):
             problems.append(f"{len(results)} results for {len(outputs)} inputs")
         for i, result in enumerate(results):

@@ -98,7 +98,8 @@ class Attack:
     ``neighbour``: a load or neighbour attack, judged also by an innocent right answer run at
     the same time (it must still score 1.0). ``follow_up``: a later run's solution that cheats
     only if the attack outlived its run (it must be a judged 0 too). ``drops``: host paths the
-    attack tries to create (they must not exist afterwards).
+    attack tries to create (they must not exist afterwards). ``right_timeout``: the right
+    answers' run time, when it must outlast the attack's (default: ``timeout``).
     """
 
     name: str
@@ -113,6 +114,7 @@ class Attack:
     neighbour: bool = False
     follow_up: str | None = None
     drops: tuple[str, ...] = ()
+    right_timeout: float | None = None
 
     def __post_init__(self) -> None:
         unknown = set(self.tags) - TAGS
@@ -121,12 +123,14 @@ class Attack:
         if "@SECRET@" in self.solution or "@SECRET@" in (self.follow_up or ""):
             raise ValueError(f"attack {self.name!r}: a solution may not be given the secret")
 
-    def environment(self) -> Environment:
+    def environment(self, *, for_right: bool = False) -> Environment:
+        """The attack's environment; ``for_right``: the one its right answers run in."""
         cases = None if self.test_cases is None else _fill(self.test_cases)
+        timeout = self.right_timeout if for_right and self.right_timeout else self.timeout
         return Environment(
             name=f"security-{self.name}", verifier_code=render(self.verifier),
             test_cases=cases, support_files={"data/secret.txt": SECRET},
-            env_vars={"DG_SECRET": SECRET}, timeout=self.timeout,
+            env_vars={"DG_SECRET": SECRET}, timeout=timeout,
             case_timeout=self.case_timeout)
 
     def code(self) -> str:
