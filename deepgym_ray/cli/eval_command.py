@@ -4,9 +4,8 @@
 Everything is checked before any work starts: the settings, the sandbox mode's provider, the
 environments, the answers and the --out file.
 
-Example:
-    $ deepgym-ray eval humaneval --reference --out humaneval.jsonl
-    Pass Rate: 100.00% (judged 100.00%, 0.00% no verdict)
+Example (a CI gate: exit 1 under a 60% pass rate, 3 when nothing was judged):
+    $ deepgym-ray eval humaneval --solutions samples.jsonl --fail-under 60% --json
 """
 
 from __future__ import annotations
