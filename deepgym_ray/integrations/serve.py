@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import logging
 import math
+import time
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -56,6 +57,7 @@ class ServeSettings(BaseModel):
     max_batch_size: int = Field(default=64, ge=1)
     batch_wait_timeout_s: float = Field(default=0.01, ge=0)
     max_parallel: int = Field(default=64, ge=1)
+    start_timeout_s: float = Field(default=600.0, gt=0)
 
     @model_validator(mode="after")
     def _one_source(self) -> ServeSettings:
@@ -76,13 +78,25 @@ def start_service(settings: ServeSettings, *, blocking: bool = False) -> str:
     from deepgym_ray.pool.connect import ensure_ray
 
     ensure_ray()
-    serve.start(http_options={"host": settings.host, "port": settings.port})
     deployment = serve.deployment(
         RewardService,
         name="RewardService",
         max_ongoing_requests=max(1024, settings.max_batch_size * MAX_CONCURRENT_BATCHES),
         ray_actor_options={"num_cpus": 0},  # it waits on the pool; the pool's actors work
     )
-    serve.run(deployment.bind(settings), name=APP_NAME, route_prefix="/",
-              blocking=blocking)
+    # Ray Serve gives its HTTP proxies a fixed 60 s to come up; on a cluster whose cores are
+    # all busy a proxy took longer, and the start failed while the proxy was still on its
+    # way. Asking again joins what was started and waits anew, up to start_timeout_s.
+    deadline = time.monotonic() + settings.start_timeout_s
+    while True:
+        try:
+            serve.start(http_options={"host": settings.host, "port": settings.port})
+            serve.run(deployment.bind(settings), name=APP_NAME, route_prefix="/",
+                      blocking=blocking)
+            break
+        except TimeoutError as exc:
+            if time.monotonic() >= deadline:
+                raise TimeoutError(f"the reward service did not start within "
+                                   f"{settings.start_timeout_s:g} s: {exc}") from exc
+            logger.info("the reward service is still starting (%s); waiting on", exc)
     return f"http://{settings.host}:{settings.port}"

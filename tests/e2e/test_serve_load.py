@@ -46,10 +46,9 @@ def service(ray_local, tmp_path):
     # machine's speed: each batch then holds most of the requests in flight.
     settings = ServeSettings(mixed=str(mixture), port=_free_port(), max_batch_size=64,
                              batch_wait_timeout_s=0.2)
-    url = start_service(settings)
     pool = get_pool(DeepGym(config=DeepGymConfig.from_yaml(tmp_path / "client.yaml")))
-    try:
-        yield url, pool
+    try:  # a start that failed is shut down too: the next test's start must not join it
+        yield start_service(settings), pool
     finally:
         serve.shutdown()
         pool.shutdown()
@@ -138,3 +137,36 @@ def test_plain_endpoint_and_bad_requests(service):
     assert plain[1]["rewards"][1] == 0.0 and plain[1]["error_type"][0] is None
     assert unknown[0] == 400 and "no_such_env" in unknown[1]["error"]
     assert not_list[0] == 400 and "completions" in not_list[1]["error"]
+
+
+def test_proxies_slower_than_rays_own_wait_still_start_the_service(ray_local, monkeypatch):
+    """Ray Serve waits a fixed 60 s for its proxies, and with every core kept busy a proxy took
+    longer. Here Ray's wait is cut to 10 ms (its real proxies start at their own pace): the
+    service starts all the same, and a start that runs out of its own time says so."""
+    import ray.serve._private.api as serve_api
+    import ray.serve._private.client as serve_client
+    from ray import serve
+
+    from deepgym_ray.integrations.serve import ServeSettings, start_service
+
+    monkeypatch.setattr(serve_api, "HTTP_PROXY_TIMEOUT", 0.01)
+    monkeypatch.setattr(serve_client, "HTTP_PROXY_TIMEOUT", 0.01)
+    coin = load_environment("coin_change")
+    body = {"completions": [f"```python\n{coin.reference_solution}\n```"]}
+
+    async def score(url):
+        async with aiohttp.ClientSession() as session:
+            return await _post(session, f"{url}/score", body)
+
+    try:
+        url = start_service(ServeSettings(env="coin_change", port=_free_port()))
+        status, answer = asyncio.run(score(url))
+        assert status == 200 and answer["rewards"] == [1.0], answer
+    finally:
+        serve.shutdown()
+    try:
+        with pytest.raises(TimeoutError, match="did not start within 0.001 s"):
+            start_service(ServeSettings(env="coin_change", port=_free_port(),
+                                        start_timeout_s=0.001))
+    finally:
+        serve.shutdown()
