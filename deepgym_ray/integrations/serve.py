@@ -84,19 +84,40 @@ def start_service(settings: ServeSettings, *, blocking: bool = False) -> str:
         max_ongoing_requests=max(1024, settings.max_batch_size * MAX_CONCURRENT_BATCHES),
         ray_actor_options={"num_cpus": 0},  # it waits on the pool; the pool's actors work
     )
-    # Ray Serve gives its HTTP proxies a fixed 60 s to come up; on a cluster whose cores are
-    # all busy a proxy took longer, and the start failed while the proxy was still on its
-    # way. Asking again joins what was started and waits anew, up to start_timeout_s.
+    # Ray Serve gives its HTTP proxies a fixed 60 s to come up; with every core kept busy a
+    # proxy took longer, and the start failed while the proxy was still on its way. What Ray
+    # started goes on starting: a second start joins it, and the wait is ours, up to
+    # start_timeout_s. (Running the application again would replace its replica.)
     deadline = time.monotonic() + settings.start_timeout_s
-    while True:
-        try:
-            serve.start(http_options={"host": settings.host, "port": settings.port})
-            serve.run(deployment.bind(settings), name=APP_NAME, route_prefix="/",
-                      blocking=blocking)
-            break
-        except TimeoutError as exc:
-            if time.monotonic() >= deadline:
-                raise TimeoutError(f"the reward service did not start within "
-                                   f"{settings.start_timeout_s:g} s: {exc}") from exc
-            logger.info("the reward service is still starting (%s); waiting on", exc)
+    http = {"host": settings.host, "port": settings.port}
+    try:
+        serve.start(http_options=http)
+    except TimeoutError:
+        serve.start(http_options=http)  # joins the controller the first start made
+    try:
+        serve.run(deployment.bind(settings), name=APP_NAME, route_prefix="/")
+    except TimeoutError:  # deployed and running; its proxies are not serving yet
+        pass
+    _wait_until_serving(deadline, settings.start_timeout_s)
+    if blocking:
+        while True:  # until Ctrl-C, as serve.run(blocking=True) does
+            time.sleep(10)
     return f"http://{settings.host}:{settings.port}"
+
+
+def _wait_until_serving(deadline: float, limit: float) -> None:
+    from ray import serve
+
+    while True:
+        status = serve.status()
+        app = status.applications.get(APP_NAME)
+        proxies = sorted(str(p.value if hasattr(p, "value") else p)
+                         for p in status.proxies.values())
+        if app is not None and app.status == "RUNNING" and proxies \
+                and set(proxies) == {"HEALTHY"}:
+            return
+        if time.monotonic() >= deadline:
+            raise TimeoutError(
+                f"the reward service did not start within {limit:g} s (application: "
+                f"{app.status if app else 'not deployed'}, proxies: {proxies or 'none'})")
+        time.sleep(0.5)
