@@ -44,7 +44,8 @@ APP_NAME = "deepgym-reward"
 
 
 class ServeSettings(BaseModel):
-    """The service's settings (the ``serve`` command's options)."""
+    """The service's settings (the ``serve`` command's options). ``start_timeout_s``: how long
+    a start may take for Ray Serve's proxies and the service's replica to come up."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
