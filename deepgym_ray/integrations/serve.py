@@ -112,10 +112,8 @@ def _wait_until_serving(deadline: float, limit: float) -> None:
     while True:
         status = serve.status()
         app = status.applications.get(APP_NAME)
-        proxies = sorted(str(p.value if hasattr(p, "value") else p)
-                         for p in status.proxies.values())
-        if app is not None and app.status == "RUNNING" and proxies \
-                and set(proxies) == {"HEALTHY"}:
+        proxies = sorted(getattr(p, "value", p) for p in status.proxies.values())
+        if app is not None and app.status == "RUNNING" and set(proxies) == {"HEALTHY"}:
             return
         if time.monotonic() >= deadline:
             raise TimeoutError(
