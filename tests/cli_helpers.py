@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -51,14 +52,20 @@ def cli(*argv, env: dict[str, str | None] | None = None, stdin: str | None = Non
     instance on 127.0.0.1 (a temp dir of its own: no `ray start` cluster to find). In ``env``,
     a value of None removes that variable."""
     run_env = {k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"}
-    run_env.setdefault("RAY_TMPDIR", tempfile.mkdtemp(prefix="dgr", dir="/tmp"))
+    ray_dir = None if "RAY_TMPDIR" in run_env else tempfile.mkdtemp(prefix="dgr", dir="/tmp")
+    if ray_dir:
+        run_env["RAY_TMPDIR"] = ray_dir
     for key, value in (env or {}).items():  # None: leave the variable out
         if value is None:
             run_env.pop(key, None)
         else:
             run_env[key] = value
-    return subprocess.run([str(ENTRY_POINT), *map(str, argv)], env=run_env, text=True,
-                          input=stdin, capture_output=True, timeout=timeout)
+    try:
+        return subprocess.run([str(ENTRY_POINT), *map(str, argv)], env=run_env, text=True,
+                              input=stdin, capture_output=True, timeout=timeout)
+    finally:
+        if ray_dir:
+            shutil.rmtree(ray_dir, ignore_errors=True)
 
 
 def error_lines(proc: subprocess.CompletedProcess) -> list[str]:

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import os
+import shutil
+import tempfile
+import uuid
 
 import pytest
 
@@ -52,6 +55,15 @@ def pytest_runtest_makereport(item, call):
         report.longrepr = f"skipped in CI, where nothing may skip: {reason}"
 
 
+@pytest.fixture
+def ray_temp_dir():
+    """A temp dir of its own for a Ray a subprocess starts (RAY_TMPDIR): short, since Ray puts
+    its sockets in it, and no `ray start` address file in it to find; removed after the test."""
+    path = tempfile.mkdtemp(prefix="dgr", dir="/tmp")
+    yield path
+    shutil.rmtree(path, ignore_errors=True)
+
+
 @pytest.fixture(scope="session")
 def local_client():
     """One in-process client on the local sandbox for the whole run (its fork server and
@@ -73,6 +85,35 @@ def ray_local():
         yield ray
     finally:
         ray.shutdown()
+
+
+@pytest.fixture(scope="session")
+def scripted_pool(ray_local, tmp_path_factory):
+    """Makes clients on one Ray pool of two actors on the scripted test provider
+    (tests/providers.py), for the tests that only score through a pool.
+
+    Every actor is a new Ray worker process, and Ray starts its workers at nice 15: with every
+    core kept busy by another process (scripts/stress_tests.sh) one took half a minute to
+    start, so a pool per test cost the suite minutes. Each call gives a new client (its own
+    reward-function groups, so no test takes another's scoring) on the same actors; a test
+    counts its runs as a difference of the pool's stats.
+    """
+    from providers import make_client
+
+    from deepgym_ray.config import PoolConfig
+    from deepgym_ray.pool import get_pool
+
+    marker_dir = tmp_path_factory.mktemp("scripted-pool")
+    config = PoolConfig(name=f"scripted-{uuid.uuid4().hex[:8]}", actors=2, actor_concurrency=4,
+                        num_cpus_per_actor=0, max_retries=1)
+
+    def make():
+        return make_client(marker_dir, pool=config, backend="ray")
+
+    try:
+        yield make
+    finally:
+        get_pool(make()).shutdown()
 
 
 @pytest.fixture(scope="session")

@@ -4,14 +4,11 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import uuid
 
 import pytest
 from providers import make_client, script
 
-from deepgym_ray.config import PoolConfig
 from deepgym_ray.models import Environment, RunResult
-from deepgym_ray.pool import get_pool
 from deepgym_ray.reward import AsyncRewardFunction, MaskedRate, RewardFunction, grpo_advantages
 
 ENV = Environment(name="scripted", verifier_code="return 1.0")
@@ -23,13 +20,9 @@ def fenced(text: str) -> str:
 
 
 @pytest.fixture
-def pool_client(ray_local, tmp_path):
-    """A client scoring on its own Ray pool (shut down after the test)."""
-    config = PoolConfig(name=f"r-{uuid.uuid4().hex[:8]}", actors=2, actor_concurrency=4,
-                        num_cpus_per_actor=0, max_retries=1)
-    client = make_client(tmp_path, pool=config)
-    yield client
-    get_pool(client).shutdown()
+def pool_client(scripted_pool):
+    """A client scoring on the run's scripted pool."""
+    return scripted_pool()
 
 
 # -- MaskedRate ---------------------------------------------------------------------------------

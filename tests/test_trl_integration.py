@@ -7,7 +7,7 @@ import logging
 import uuid
 
 import pytest
-from providers import make_client, script
+from providers import script
 
 from deepgym_ray import sandboxes
 from deepgym_ray.config import PoolConfig
@@ -31,15 +31,9 @@ def fenced(text: str) -> str:
 
 
 @pytest.fixture
-def client(ray_local, tmp_path):
-    """A DeepGym client on its own Ray pool, answering with the scripted test provider."""
-    from deepgym_ray.pool import get_pool
-
-    config = PoolConfig(name=f"trl-{uuid.uuid4().hex[:8]}", actors=2, actor_concurrency=4,
-                        num_cpus_per_actor=0, max_retries=1)
-    client = make_client(tmp_path, pool=config, backend="ray")
-    yield client
-    get_pool(client).shutdown()
+def client(scripted_pool):
+    """A DeepGym client on the run's scripted pool, answering with the scripted test provider."""
+    return scripted_pool()
 
 
 class Recorder:

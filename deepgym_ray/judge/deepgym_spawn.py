@@ -68,12 +68,16 @@ def mark_in_play():
 
 
 def solution_dir():
-    """The directory solution processes run in (a fresh temporary one when not configured)."""
+    """The directory solution processes run in (when not configured, a fresh temporary one,
+    removed when this process exits)."""
     path = STATE["solution_dir"]
     if path is None:
+        import atexit
+        import shutil
         import tempfile
 
         path = STATE["solution_dir"] = tempfile.mkdtemp(prefix="deepgym-solution-")
+        atexit.register(shutil.rmtree, path, True)
     return path
 
 

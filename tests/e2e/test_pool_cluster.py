@@ -6,7 +6,6 @@ import json
 import os
 import subprocess
 import sys
-import tempfile
 import textwrap
 import threading
 import time
@@ -129,7 +128,7 @@ def test_removing_a_node_mid_batch_loses_no_result(cluster, tmp_path):
     pool.shutdown()
 
 
-def test_embedded_ray_starts_on_first_batch_and_import_is_cheap():
+def test_embedded_ray_starts_on_first_batch_and_import_is_cheap(ray_temp_dir):
     """No cluster: the first batch starts a local Ray on this machine without a dashboard."""
     code = textwrap.dedent("""
         import json, sys
@@ -151,7 +150,7 @@ def test_embedded_ray_starts_on_first_batch_and_import_is_cheap():
     """)
     env = {k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"}
     # A temp dir of its own: no `ray start` address file to find (and short socket paths).
-    env.update(RAY_TMPDIR=tempfile.mkdtemp(prefix="dgr", dir="/tmp"), PYTHONPATH=os.pathsep.join(
+    env.update(RAY_TMPDIR=ray_temp_dir, PYTHONPATH=os.pathsep.join(
         [str(Path(__file__).parents[1]), os.environ.get("PYTHONPATH", "")]))
     proc = subprocess.run([sys.executable, "-c", code], env=env, text=True,
                           capture_output=True, timeout=300)

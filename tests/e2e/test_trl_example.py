@@ -8,7 +8,6 @@ import json
 import os
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -31,12 +30,12 @@ print("OUT", json.dumps([h.get("reward") for h in history]))
 """
 
 
-def test_tiny_grpo_example_shows_a_reward_and_leaves_nothing_behind(tmp_path):
+def test_tiny_grpo_example_shows_a_reward_and_leaves_nothing_behind(tmp_path, ray_temp_dir):
     temp = tmp_path / "tmp"
     temp.mkdir()
     env = {k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"}
     # Its own temp folder (watched below) and its own Ray (short socket paths under /tmp).
-    env.update(TMPDIR=str(temp), RAY_TMPDIR=tempfile.mkdtemp(prefix="dgt", dir="/tmp"),
+    env.update(TMPDIR=str(temp), RAY_TMPDIR=ray_temp_dir,
                HF_HUB_OFFLINE="1", TOKENIZERS_PARALLELISM="false")
     proc = subprocess.run([sys.executable, "-c", RUN, str(ROOT / "examples")], env=env,
                           capture_output=True, text=True, timeout=1500)
