@@ -154,18 +154,28 @@ def attack():
 def test_a_runs_many_busy_processes_do_not_starve_a_neighbour(provider):
     """Both runs are busy at once; each gets the CPU of one run, not of one process: without
     a share per run the probe gets 1/16 of what the neighbour's 16 processes get together.
-    (A ratio measured side by side, so the machine's other load cancels out.)"""
+    (A ratio measured side by side, so the machine's other load mostly cancels out.)
+
+    Up to three measurements: in a full suite on a machine whose cores another process kept
+    busy, one measurement gave the probe 0.06 cores against the neighbour's 0.44 (the same
+    test alone under that load: 0.63 against 0.87). Without a share per run every
+    measurement is near 1/16, whatever the load, so a second chance cannot pass it."""
     client = DeepGym(provider=provider)
-    results = {}
+    measured = []
+    for _ in range(3):
+        results = {}
 
-    def neighbour() -> None:
-        results["neighbour"] = client.run(attack_env(), BUSY_NEIGHBOUR)
+        def neighbour(results=results) -> None:
+            results["neighbour"] = client.run(attack_env(), BUSY_NEIGHBOUR)
 
-    thread = threading.Thread(target=neighbour)
-    thread.start()
-    results["probe"] = client.run(attack_env(), PROBE)
-    thread.join()
-    probe, busy = (float(results[k].details) for k in ("probe", "neighbour"))
-    assert results["neighbour"].score == 0.0 and results["probe"].score == 0.0
-    assert probe > 0.4 * busy, (probe, busy)
+        thread = threading.Thread(target=neighbour)
+        thread.start()
+        results["probe"] = client.run(attack_env(), PROBE)
+        thread.join()
+        assert results["neighbour"].score == 0.0 and results["probe"].score == 0.0
+        probe, busy = (float(results[k].details) for k in ("probe", "neighbour"))
+        measured.append((probe, busy))
+        if probe > 0.4 * busy:
+            break
+    assert any(probe > 0.4 * busy for probe, busy in measured), measured
     assert leftovers(provider) == []
