@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -46,26 +47,33 @@ def write_jsonl(path: Path, rows, bom: bool = False) -> Path:
     return path
 
 
+@contextlib.contextmanager
+def ray_temp_dir():
+    """A temp dir of its own for a Ray a subprocess starts (RAY_TMPDIR), removed afterwards:
+    short, since Ray puts its sockets in it, and no `ray start` address file in it to find."""
+    path = tempfile.mkdtemp(prefix="dgr", dir="/tmp")
+    try:
+        yield path
+    finally:
+        shutil.rmtree(path, ignore_errors=True)
+
+
 def cli(*argv, env: dict[str, str | None] | None = None, stdin: str | None = None,
         timeout: float = 600) -> subprocess.CompletedProcess:
     """``deepgym-ray ARGV...`` in a process of its own; Ray, if it starts, starts its own
     instance on 127.0.0.1 (a temp dir of its own: no `ray start` cluster to find). In ``env``,
     a value of None removes that variable."""
     run_env = {k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"}
-    ray_dir = None if "RAY_TMPDIR" in run_env else tempfile.mkdtemp(prefix="dgr", dir="/tmp")
-    if ray_dir:
+    given = run_env.get("RAY_TMPDIR")
+    with contextlib.nullcontext(given) if given else ray_temp_dir() as ray_dir:
         run_env["RAY_TMPDIR"] = ray_dir
-    for key, value in (env or {}).items():  # None: leave the variable out
-        if value is None:
-            run_env.pop(key, None)
-        else:
-            run_env[key] = value
-    try:
+        for key, value in (env or {}).items():  # None: leave the variable out
+            if value is None:
+                run_env.pop(key, None)
+            else:
+                run_env[key] = value
         return subprocess.run([str(ENTRY_POINT), *map(str, argv)], env=run_env, text=True,
                               input=stdin, capture_output=True, timeout=timeout)
-    finally:
-        if ray_dir:
-            shutil.rmtree(ray_dir, ignore_errors=True)
 
 
 def error_lines(proc: subprocess.CompletedProcess) -> list[str]:

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import os
-import shutil
-import tempfile
 import uuid
 
 import pytest
@@ -57,11 +55,11 @@ def pytest_runtest_makereport(item, call):
 
 @pytest.fixture
 def ray_temp_dir():
-    """A temp dir of its own for a Ray a subprocess starts (RAY_TMPDIR): short, since Ray puts
-    its sockets in it, and no `ray start` address file in it to find; removed after the test."""
-    path = tempfile.mkdtemp(prefix="dgr", dir="/tmp")
-    yield path
-    shutil.rmtree(path, ignore_errors=True)
+    """A temp dir of its own for a Ray a subprocess starts (see cli_helpers.ray_temp_dir)."""
+    from cli_helpers import ray_temp_dir
+
+    with ray_temp_dir() as path:
+        yield path
 
 
 @pytest.fixture(scope="session")

@@ -177,5 +177,6 @@ def test_a_runs_many_busy_processes_do_not_starve_a_neighbour(provider):
         measured.append((probe, busy))
         if probe > 0.4 * busy:
             break
-    assert any(probe > 0.4 * busy for probe, busy in measured), measured
+    else:
+        pytest.fail(f"the probe never got its share (probe, neighbour cores): {measured}")
     assert leftovers(provider) == []
