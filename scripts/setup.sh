@@ -32,9 +32,13 @@ if ! .venv/bin/python -c "import torch" >/dev/null 2>&1; then
 fi
 log "installing deepgym_ray with its extras"
 # The constraint keeps the CPU torch installed above: verl would otherwise pull another build.
-echo "torch==$(.venv/bin/python -c 'import torch; print(torch.__version__.split("+")[0])')" \
+# (Read from the installed metadata: importing torch before numpy is there prints a warning.)
+echo "torch==$(.venv/bin/python -c 'from importlib.metadata import version; print(version("torch").split("+")[0])')" \
   > .venv/torch-constraint.txt
-.venv/bin/python -m pip install -q -c .venv/torch-constraint.txt -e '.[test,trl,daytona,verl,serve]'
+# setuptools tells every editable install that a same-named folder may shadow the package: it
+# is our own folder, so the notice is only noise (the build backend inherits the filter).
+PYTHONWARNINGS="ignore:Editable installation" \
+  .venv/bin/python -m pip install -q -c .venv/torch-constraint.txt -e '.[test,trl,daytona,verl,serve]'
 # pip compiles what it installs, but an editable install leaves the package as source: where
 # PYTHONDONTWRITEBYTECODE is set (CI machines often set it) every command would compile it
 # again, half a second of a short eval's time. (Not the environments' folders: a verifier

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 import uuid
 
 import pytest
@@ -21,6 +22,14 @@ os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
 # Ray process of the test run inherits these.
 os.environ.setdefault("RAY_SERVE_PROXY_READY_CHECK_TIMEOUT_S", "120")
 os.environ.setdefault("RAY_SERVE_PROXY_HEALTH_CHECK_TIMEOUT_S", "60")
+
+# Tests stop the CLIs they start (and this process) with SIGINT, as Ctrl-C would. A shell starts
+# a background job (`cmd &` in a script, so `nohup scripts/stress_tests.sh &`) with SIGINT
+# ignored, and an ignored signal stays ignored across exec: every CLI the tests started would
+# finish its work instead of stopping. Python's own Ctrl-C handler goes back in its place; a
+# handled signal is reset to its default at exec, so the children get Ctrl-C's default too.
+if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 LOCAL_RAY_OPTIONS = {
     "address": "local",  # never join a cluster someone else started on this machine

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import doctest
 import importlib
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -45,8 +46,11 @@ def test_examples_were_found():
 
 
 @pytest.mark.parametrize("name", MODULES)
-def test_docstring_examples_run(name, monkeypatch):
+def test_docstring_examples_run(name, monkeypatch, tmp_path):
     monkeypatch.chdir(ROOT)
+    # The examples make their files with tempfile, as a reader would: here they land in the
+    # test's own folder, which pytest removes, instead of staying in /tmp after every run.
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
     if name.startswith("deepgym_ray.judge."):  # the judge's files import each other by name
         monkeypatch.syspath_prepend(str(PACKAGE / "judge"))
     module = importlib.import_module(name)
