@@ -7,6 +7,7 @@ import signal
 import uuid
 
 import pytest
+from ray_helpers import start_local_ray
 
 # Nothing is ever fetched from a hub, and Ray stays on the loopback interface: with this switch
 # off, Ray keeps 127.0.0.1 instead of rewriting it to the machine's routable address, so every
@@ -30,25 +31,6 @@ os.environ.setdefault("RAY_SERVE_PROXY_HEALTH_CHECK_TIMEOUT_S", "60")
 # handled signal is reset to its default at exec, so the children get Ctrl-C's default too.
 if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
     signal.signal(signal.SIGINT, signal.default_int_handler)
-
-LOCAL_RAY_OPTIONS = {
-    "address": "local",  # never join a cluster someone else started on this machine
-    "num_cpus": 4,
-    "include_dashboard": False,
-    "_node_ip_address": "127.0.0.1",
-    "namespace": "deepgym_ray_tests",
-    "log_to_driver": False,
-}
-
-
-def start_local_ray():
-    """Start the test run's local Ray instance (also used to bring it back after an e2e test
-    that needed a multi-node cluster instead)."""
-    import ray
-
-    ray.init(**LOCAL_RAY_OPTIONS)
-    return ray
-
 
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_makereport(item, call):

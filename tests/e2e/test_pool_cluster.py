@@ -16,9 +16,9 @@ import pytest
 
 ray = pytest.importorskip("ray")
 
-sys.path.insert(0, str(Path(__file__).parents[1]))  # tests/providers.py
-from conftest import start_local_ray  # noqa: E402
+sys.path.insert(0, str(Path(__file__).parents[1]))  # tests/providers.py, ray_helpers.py
 from providers import Gate, make_client, script  # noqa: E402
+from ray_helpers import three_node_cluster  # noqa: E402
 
 from deepgym_ray.config import PoolConfig  # noqa: E402
 from deepgym_ray.models import Environment  # noqa: E402
@@ -27,36 +27,13 @@ from deepgym_ray.pool import VerifierPool  # noqa: E402
 pytestmark = pytest.mark.e2e
 
 ENV = Environment(name="scripted", verifier_code="return 1.0")
-NODE_ARGS = {"num_cpus": 2, "node_ip_address": "127.0.0.1"}
-# Notice a lost node within seconds rather than the production default, but not so fast that
-# a live node on a loaded 2-core machine misses its checks and is declared dead too.
-FAST_HEALTH_CHECKS = {"health_check_initial_delay_ms": 0, "health_check_period_ms": 500,
-                      "health_check_failure_threshold": 10}
 
 
 @pytest.fixture(scope="module")
 def cluster():
-    """A head and two worker nodes on 127.0.0.1, no dashboard; the driver joins the head."""
-    from ray.cluster_utils import Cluster
-
-    # The session's single-node instance (ray_local), if a test started it, makes way for
-    # the cluster and comes back afterwards, as conftest.py starts it.
-    restore = ray.is_initialized()
-    if restore:
-        ray.shutdown()
-    cluster = Cluster(initialize_head=True, head_node_args={
-        **NODE_ARGS, "include_dashboard": False, "_system_config": FAST_HEALTH_CHECKS})
-    try:
-        workers = [cluster.add_node(**NODE_ARGS) for _ in range(2)]
-        cluster.wait_for_nodes()
-        ray.init(address=cluster.address, _node_ip_address="127.0.0.1",
-                 namespace="deepgym_ray_e2e", log_to_driver=False)
-        yield cluster, workers
-    finally:
-        ray.shutdown()
-        cluster.shutdown()
-        if restore:
-            start_local_ray()
+    """A head and two worker nodes on 127.0.0.1 (see ray_helpers.three_node_cluster)."""
+    with three_node_cluster("deepgym_ray_e2e") as made:
+        yield made
 
 
 def make_pool(tmp_path, actors=6):
@@ -88,7 +65,9 @@ def test_removing_a_node_mid_batch_loses_no_result(cluster, tmp_path):
     _, workers = cluster
     pool = make_pool(tmp_path, actors=6)
     by_node = {s["node_id"]: s for s in pool.stats()}
-    victim = next(w for w in workers if w.node_id in by_node)  # a worker node with actors
+    holders = [w for w in workers if w.node_id in by_node]
+    assert holders, "no worker node holds any of the pool's actors"
+    victim = holders[0]
     gate = Gate(tmp_path, "hold")
     answers = [script(score=(i % 4) / 4, gate="hold", node=1) for i in range(60)]
     calls, results, failures = [], [], []

@@ -1,0 +1,97 @@
+"""The Ray instances of the test run: the session's local one, and a real three-node
+``ray.cluster_utils.Cluster`` on 127.0.0.1 for the e2e and fault tests that need several nodes.
+
+Example::
+
+    with three_node_cluster("my_tests") as (cluster, workers):
+        cluster.remove_node(workers[0], allow_graceful=False)
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+LOCAL_RAY_OPTIONS = {
+    "address": "local",  # never join a cluster someone else started on this machine
+    "num_cpus": 4,
+    "include_dashboard": False,
+    "_node_ip_address": "127.0.0.1",
+    "namespace": "deepgym_ray_tests",
+    "log_to_driver": False,
+}
+NODE_ARGS = {"num_cpus": 2, "node_ip_address": "127.0.0.1"}
+# Notice a lost node within seconds rather than the production default, but not so fast that
+# a live node on a loaded 2-core machine misses its checks and is declared dead too.
+FAST_HEALTH_CHECKS = {"health_check_initial_delay_ms": 0, "health_check_period_ms": 500,
+                      "health_check_failure_threshold": 10}
+
+
+def start_local_ray() -> Any:
+    """Start the test run's local Ray instance (also used to bring it back after a test that
+    needed a multi-node cluster instead)."""
+    import ray
+
+    ray.init(**LOCAL_RAY_OPTIONS)
+    return ray
+
+
+@contextmanager
+def three_node_cluster(namespace: str) -> Iterator[tuple[Any, list[Any]]]:
+    """A head and two worker nodes on 127.0.0.1, no dashboard, the driver joined to the head,
+    and every node already taking work; yields ``(cluster, workers)``.
+
+    The session's local Ray instance, if a test started it, makes way for the cluster and
+    comes back afterwards.
+    """
+    import ray
+    from ray.cluster_utils import Cluster
+
+    restore = ray.is_initialized()
+    if restore:
+        ray.shutdown()
+    cluster = Cluster(initialize_head=True, head_node_args={
+        **NODE_ARGS, "include_dashboard": False, "_system_config": FAST_HEALTH_CHECKS})
+    try:
+        workers = [cluster.add_node(**NODE_ARGS) for _ in range(2)]
+        cluster.wait_for_nodes()
+        ray.init(address=cluster.address, _node_ip_address="127.0.0.1", namespace=namespace,
+                 log_to_driver=False)
+        wait_until_every_node_takes_work([cluster.head_node, *workers])
+        yield cluster, workers
+    finally:
+        ray.shutdown()
+        cluster.shutdown()
+        if restore:
+            start_local_ray()
+
+
+def wait_until_every_node_takes_work(nodes: list[Any], timeout: float = 180.0) -> None:
+    """Return once work the driver spreads has run on every one of ``nodes``.
+
+    A node counts as registered as soon as the GCS lists it, but the head's raylet, which
+    places the driver's SPREAD work, learns of it a moment later. A pool made in that moment
+    put all four of its actors on the head (seen in CI, under load), and the test that removes
+    a worker node holding actors found none to remove.
+    """
+    import ray
+
+    @ray.remote(num_cpus=0)
+    def node_id() -> str:
+        return ray.get_runtime_context().get_node_id()
+
+    wanted = {node.node_id for node in nodes}
+    seen: set[str] = set()
+    deadline = time.monotonic() + timeout
+    while True:
+        probes = [node_id.options(scheduling_strategy="SPREAD").remote()
+                  for _ in range(2 * len(wanted))]
+        seen.update(ray.get(probes, timeout=max(deadline - time.monotonic(), 1.0)))
+        if wanted <= seen:
+            return
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"after {timeout:.0f}s, SPREAD work has reached only "
+                               f"{len(seen & wanted)} of the cluster's {len(wanted)} nodes")
+        time.sleep(0.2)
