@@ -68,6 +68,13 @@ def three_node_cluster(namespace: str) -> Iterator[tuple[Any, list[Any]]]:
             start_local_ray()
 
 
+def worker_holding(workers: list[Any], node_ids: set[str]) -> Any:
+    """The first of ``workers`` whose node is one of ``node_ids`` (where a pool's actors are)."""
+    holders = [worker for worker in workers if worker.node_id in node_ids]
+    assert holders, "no worker node holds any of the pool's actors"
+    return holders[0]
+
+
 def wait_until_every_node_takes_work(nodes: list[Any], timeout: float = 180.0) -> None:
     """Return once work the driver spreads has run on every one of ``nodes``.
 

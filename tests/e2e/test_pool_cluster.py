@@ -18,7 +18,7 @@ ray = pytest.importorskip("ray")
 
 sys.path.insert(0, str(Path(__file__).parents[1]))  # tests/providers.py, ray_helpers.py
 from providers import Gate, make_client, script  # noqa: E402
-from ray_helpers import three_node_cluster  # noqa: E402
+from ray_helpers import three_node_cluster, worker_holding  # noqa: E402
 
 from deepgym_ray.config import PoolConfig  # noqa: E402
 from deepgym_ray.models import Environment  # noqa: E402
@@ -65,9 +65,7 @@ def test_removing_a_node_mid_batch_loses_no_result(cluster, tmp_path):
     _, workers = cluster
     pool = make_pool(tmp_path, actors=6)
     by_node = {s["node_id"]: s for s in pool.stats()}
-    holders = [w for w in workers if w.node_id in by_node]
-    assert holders, "no worker node holds any of the pool's actors"
-    victim = holders[0]
+    victim = worker_holding(workers, set(by_node))
     gate = Gate(tmp_path, "hold")
     answers = [script(score=(i % 4) / 4, gate="hold", node=1) for i in range(60)]
     calls, results, failures = [], [], []

@@ -5,10 +5,8 @@ A real 3-node ``ray.cluster_utils.Cluster`` on 127.0.0.1, real local sandboxes o
 
 from __future__ import annotations
 
-import sys
 import time
 import uuid
-from pathlib import Path
 
 import pytest
 
@@ -16,9 +14,7 @@ ray = pytest.importorskip("ray")
 
 from gated import GatedFactory, make_gate  # noqa: E402
 from held import check_contract, make_pool, run_held  # noqa: E402
-
-sys.path.insert(0, str(Path(__file__).parents[1]))  # tests/ray_helpers.py
-from ray_helpers import three_node_cluster  # noqa: E402
+from ray_helpers import three_node_cluster, worker_holding  # noqa: E402
 
 pytestmark = pytest.mark.e2e
 
@@ -37,9 +33,7 @@ def test_node_removed_mid_batch(cluster):
     pool = make_pool(GatedFactory(name), actors=4, retries=3)
     try:
         by_node = {s["node_id"] for s in pool.stats()}
-        holders = [w for w in workers if w.node_id in by_node]
-        assert holders, "no worker node holds any of the pool's actors"
-        victim = holders[0]
+        victim = worker_holding(workers, by_node)
         held = run_held(ray, pool, gate,
                         lambda: head.remove_node(victim, allow_graceful=False), count=12)
         check_contract(held)
