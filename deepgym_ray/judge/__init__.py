@@ -5,6 +5,7 @@ In the sandbox (``JUDGE_FILES``, all side by side, importing each other by plain
 write to), ``deepgym_solution.py`` (what verifiers import: ``load_solution``, ``run_solution``,
 ``solution_source``), ``deepgym_cases.py`` (case-by-case scoring for verifiers),
 ``deepgym_proxy.py`` (``load_solution`` and its connection to the solution process),
+``deepgym_clock.py`` (a request's limits: the solution's CPU time and wall-clock bounds),
 ``deepgym_remote.py`` (the solution's module and objects as the verifier sees them),
 ``deepgym_spawn.py`` (starting and killing solution processes, the run's settings),
 ``deepgym_proc.py`` (small process helpers the host uses too), ``deepgym_result.py`` (the
@@ -21,9 +22,9 @@ copied with the others for every run.
 
 Example:
     >>> sorted(sandbox_judge_files())  # doctest: +NORMALIZE_WHITESPACE
-    ['deepgym_cases.py', 'deepgym_proc.py', 'deepgym_proxy.py', 'deepgym_remote.py',
-     'deepgym_result.py', 'deepgym_runner.py', 'deepgym_solution.py', 'deepgym_spawn.py',
-     'deepgym_wire.py', 'deepgym_worker.py', 'deepgym_zyproc.py']
+    ['deepgym_cases.py', 'deepgym_clock.py', 'deepgym_proc.py', 'deepgym_proxy.py',
+     'deepgym_remote.py', 'deepgym_result.py', 'deepgym_runner.py', 'deepgym_solution.py',
+     'deepgym_spawn.py', 'deepgym_wire.py', 'deepgym_worker.py', 'deepgym_zyproc.py']
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ from pathlib import Path
 
 JUDGE_FILES = ("deepgym_runner.py", "deepgym_solution.py", "deepgym_proxy.py", "deepgym_spawn.py",
                "deepgym_proc.py", "deepgym_wire.py", "deepgym_worker.py", "deepgym_cases.py",
-               "deepgym_zyproc.py", "deepgym_remote.py", "deepgym_result.py")
+               "deepgym_zyproc.py", "deepgym_remote.py", "deepgym_result.py", "deepgym_clock.py")
 RUNNER = "deepgym_runner.py"
 
 

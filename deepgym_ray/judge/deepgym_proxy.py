@@ -7,14 +7,10 @@ What the verifier gets is a :class:`deepgym_remote.SolutionModule`; the objects 
 handles into the process (``deepgym_remote``). :func:`prewarm` starts a process before the
 verifier asks for one.
 
-Each request has the call timeout, counted in the solution process's own CPU time (its
-``utime + stime`` and its reaped children's, from ``/proc``), so a neighbour's load does not
-turn a right answer into a timeout; a wall-clock bound of :data:`WALL_FACTOR` times the timeout
-stops an answer that waits without computing (sleeps, blocks); it never exceeds a third of what
-is left of the run's own time limit (the runner's interval timer), so an answer starved of CPU
-that keeps timing out fails its cases instead of the whole run. Where the CPU time cannot be
-read, the timeout is wall-clock. A request past its timeout raises ``TimeoutError`` and the
-process is restarted for the next one (its handles are then gone).
+Each request has the call timeout, counted in the solution process's own CPU time, with
+wall-clock bounds for an answer that waits without computing (``deepgym_clock``). A request past
+its timeout raises ``TimeoutError`` and the process is restarted for the next one (its handles
+are then gone).
 
 Example (inside a verifier):
     sol = load_solution(solution_path)
@@ -26,13 +22,11 @@ import builtins
 import json
 import marshal
 import os
-import select
-import signal
 import subprocess
 import threading
-import time
 import weakref
 
+from deepgym_clock import WALL_FACTOR, CpuClock, Deadline
 from deepgym_proc import Drain
 from deepgym_remote import SolutionMember, SolutionModule, bump_exports, make_handle
 from deepgym_spawn import STATE, kill, mark_in_play, solution_dir, spawn
@@ -51,9 +45,6 @@ __all__ = ["WALL_FACTOR", "Connection", "close_solution", "function_caller", "lo
            "prewarm", "read_source"]
 
 MAX_MESSAGE = 64 << 20  # a reply larger than this is the solution's failure
-WALL_FACTOR = 10  # wall-clock bound of a request, in multiples of its (CPU) timeout
-_POLL = 0.1  # seconds between CPU readings once a request has run its timeout in wall time
-_TICK = os.sysconf("SC_CLK_TCK")
 
 
 def _module_process():
@@ -66,35 +57,6 @@ def prewarm():
     :func:`load_solution` sends it), so its start-up overlaps the verifier's."""
     if STATE.get("warm") is None:
         STATE["warm"] = _module_process()
-
-
-class CpuClock:
-    """CPU seconds used by one process and its reaped children (``/proc/<pid>/stat``)."""
-
-    def __init__(self, pid):
-        self.fd = None
-        if pid is not None:
-            try:
-                self.fd = os.open(f"/proc/{pid}/stat", os.O_RDONLY | os.O_CLOEXEC)
-            except OSError:
-                pass
-
-    def read(self):
-        """Seconds, or None when it cannot be read (the process is gone, no /proc)."""
-        if self.fd is None:
-            return None
-        try:
-            data = os.pread(self.fd, 2048, 0)
-            fields = data[data.rindex(b")") + 2:].split()
-            # utime + stime + cutime + cstime, in clock ticks
-            return (int(fields[11]) + int(fields[12]) + int(fields[13]) + int(fields[14])) / _TICK
-        except (OSError, ValueError, IndexError):
-            return None
-
-    def close(self):
-        if self.fd is not None:
-            os.close(self.fd)
-            self.fd = None
 
 
 def _interpreter_pid(proc):
@@ -120,19 +82,6 @@ def _interpreter_pid(proc):
                 return pid
             todo.append(pid)
     return None
-
-
-def _wall_bound(limit):
-    """A request's wall-clock bound: WALL_FACTOR times its limit, at most a third of the run's
-    time left (never below the limit itself)."""
-    bound = WALL_FACTOR * limit
-    try:
-        run_left = signal.getitimer(signal.ITIMER_REAL)[0]
-    except (OSError, ValueError):
-        run_left = 0.0
-    if run_left > 0:
-        bound = min(bound, run_left / 3)
-    return max(bound, limit)
 
 
 class Connection:
@@ -168,26 +117,28 @@ class Connection:
         bwrap = STATE["launch"].get("kind") == "bwrap" and not getattr(self.proc, "zygote_child",
                                                                         False)
         self.clock = None if bwrap else CpuClock(self.proc.pid)
-        reply = self._exchange(load, self.clock.read() if self.clock is not None else None)
+        reply = self._exchange(load)
         if bwrap:
             self.clock = CpuClock(_interpreter_pid(self.proc))
         return reply
 
-    def _exchange(self, message, cpu_start):
+    def _exchange(self, message):
+        deadline = Deadline(self.clock, self.timeout, self._timed_out)
         try:
             data = marshal.dumps(message)  # trusted data in; the worker need not import json
             self.proc.stdin.write(len(data).to_bytes(4, "big") + data)
             self.proc.stdin.flush()
         except (BrokenPipeError, OSError):
             pass  # the reply read below reports the dead process
-        started = time.monotonic()
+        deadline.start()
         try:
-            header = self._read(4, started, cpu_start)
+            fd = self.proc.stdout.fileno()
+            header = read_exact(fd, 4, deadline.wait)
             size = int.from_bytes(header, "big")
             if size > MAX_MESSAGE:
                 raise tag(SolutionError(f"the solution sent a reply of {size} bytes"), "error")
-            reply = json.loads(self._read(size, started, cpu_start).decode("utf-8",
-                                                                           "surrogatepass"))
+            reply = json.loads(read_exact(fd, size, deadline.wait).decode("utf-8",
+                                                                          "surrogatepass"))
             if not isinstance(reply, dict):
                 raise ValueError("reply is not an object")
         except builtins.TimeoutError:
@@ -207,31 +158,6 @@ class Connection:
         if reply.get("ok") is not True:
             raise exception_from(reply, self)
         return reply
-
-    def _read(self, size, started, cpu_start):
-        limit = self.timeout
-        bound = []  # the wall-clock bound, worked out only for a request that outlasts its limit
-
-        def wait(fd):  # before each read: data ready, or TimeoutError past the limits
-            while True:
-                elapsed = time.monotonic() - started
-                left = limit - elapsed
-                if left <= 0:
-                    used = self.clock.read() if cpu_start is not None else None
-                    if used is None:
-                        raise self._timed_out(f"{limit:g}s")
-                    used -= cpu_start
-                    if used >= limit:
-                        raise self._timed_out(f"{limit:g}s of CPU time")
-                    if not bound:
-                        bound.append(_wall_bound(limit))
-                    if elapsed >= bound[0]:
-                        raise self._timed_out(f"{bound[0]:g}s (its wall-clock bound)")
-                    left = min(limit - used, bound[0] - elapsed, _POLL)
-                if select.select([fd], [], [], max(left, 0.001))[0]:
-                    return
-
-        return read_exact(self.proc.stdout.fileno(), size, wait)
 
     @staticmethod
     def _timed_out(what):
@@ -259,8 +185,7 @@ class Connection:
             rel = [[hid, n] for gen, hid, n in released if gen == self.generation]
             if rel:
                 message["rel"] = rel
-            cpu_start = self.clock.read() if self.clock is not None else None
-            reply = self._exchange(message, cpu_start)
+            reply = self._exchange(message)
             self.refs = encoder.containers
             try:
                 if reply.get("done") is True and op == "next":

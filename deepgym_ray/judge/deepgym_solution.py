@@ -20,8 +20,9 @@ solution-defined one arrives as a subclass of its builtin base (``except ValueEr
 it, and so does ``except sol.InvalidInput``), control flow (StopIteration, SystemExit, ...) and
 anything else as :class:`SolutionError`. Unreadable or self-referencing values arrive as an
 :class:`OpaqueValue` that equals nothing. Each request has the case timeout, counted in the
-solution's own CPU time (with a wall-clock bound of ``WALL_FACTOR`` times it); past it,
-``TimeoutError`` is raised and the solution process is restarted for the next call.
+solution's own CPU time (with a wall-clock bound of ``WALL_FACTOR`` times it, see
+``deepgym_clock``); past it, ``TimeoutError`` is raised and the solution process is restarted
+for the next call.
 :func:`run_solution` runs the solution as a script instead.
 
 Example (inside a verifier):

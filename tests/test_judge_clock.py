@@ -1,0 +1,181 @@
+"""A request's limits (``deepgym_clock``): counted in the solution's own CPU time, so that a
+neighbour that starves the solution of CPU does not time out a right answer, while answers
+that wait, or that make themselves wait, are still ended."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+JUDGE = Path(__file__).parents[1] / "deepgym_ray" / "judge"
+sys.path.insert(0, str(JUDGE))
+from deepgym_clock import WALL_FACTOR, CpuClock, Deadline  # noqa: E402 - stdlib-only judge file
+
+CASE_TIMEOUT = 0.1
+
+# The verifier's side, in its own process: one call to the solution while the neighbours run.
+DRIVER = '''
+import json, os, signal, subprocess, sys, time
+sys.path.insert(0, {judge!r})
+import deepgym_spawn
+deepgym_spawn.configure(solution_dir={folder!r}, case_timeout={limit!r})
+from deepgym_proxy import load_solution
+
+# The run's own time limit, as the runner sets it (it caps each request's wall-clock time).
+signal.signal(signal.SIGALRM, signal.SIG_IGN)
+signal.setitimer(signal.ITIMER_REAL, {run_time!r})
+sol = load_solution({path!r})
+sol.ready()
+group = sol._conn.proc.pid  # the solution's session and process group
+# Neighbours that starve everything else of CPU: two per core, each its own session, in a
+# scheduling group of high weight (autogroup nice {nice}).
+spinners = []
+for _ in range(2 * os.cpu_count()):
+    spinners.append(subprocess.Popen([sys.executable, "-c", "while True: pass"],
+                                     start_new_session=True))
+    with open(f"/proc/{{spinners[-1].pid}}/autogroup", "w") as f:
+        f.write("{nice}")
+time.sleep(0.2)  # each core has its share of them
+started = time.monotonic()
+try:
+    outcome = ["returned", sol.{call}]
+except Exception as exc:
+    outcome = [type(exc).__name__, str(exc)]
+finally:
+    seconds = time.monotonic() - started
+    for proc in spinners:
+        proc.kill()
+        proc.wait()
+
+
+def left_in(group):  # live (not zombie) processes of the solution's process group
+    count = 0
+    for entry in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{{entry}}/stat", "rb") as f:
+                data = f.read()
+        except OSError:
+            continue
+        fields = data[data.rindex(b")") + 2:].split()
+        count += fields[0] != b"Z" and int(fields[2]) == group
+    return count
+
+
+clean = deepgym_spawn.shutdown_all()
+give_up = time.monotonic() + 10  # a killed process is gone once it has run its exit
+while left_in(group) and time.monotonic() < give_up:
+    time.sleep(0.05)
+print(json.dumps(outcome + [seconds, clean, left_in(group)]))
+'''
+
+# Burns ``seconds`` of its own CPU time however long that takes in wall time.
+SOLUTION = '''
+import os, time
+
+
+def ready():
+    return True
+
+
+def work(seconds):
+    start = time.process_time()
+    while time.process_time() - start < seconds:
+        pass
+    return seconds
+
+
+def nap():
+    time.sleep(3600)
+
+
+def yield_behind_own_spinners():
+    # Ready to run all the time, yet hardly running: its own children take the CPU.
+    for _ in range(os.cpu_count() * 2):
+        if os.fork() == 0:
+            while True:
+                pass
+    while True:
+        os.sched_yield()
+'''
+
+
+def call_while_starved(tmp_path: Path, call: str, run_time: float = 120.0
+                       ) -> tuple[str, str, float]:
+    """Run ``sol.<call>`` in a verifier process while neighbours starve the machine of CPU;
+    returns (outcome, value or message, wall seconds of the call)."""
+    if os.geteuid() != 0:
+        pytest.skip("starving neighbours need root to raise their scheduling group's weight")
+    path = tmp_path / "solution.py"
+    path.write_text(SOLUTION)
+    script = DRIVER.format(judge=str(JUDGE), folder=str(tmp_path), limit=CASE_TIMEOUT,
+                           run_time=run_time, path=str(path), nice=-18, call=call)
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    outcome, value, seconds, clean, left = json.loads(done.stdout.strip().splitlines()[-1])
+    assert clean and left == 0, (clean, left)  # the solution and all it started are gone
+    return outcome, str(value), seconds
+
+
+def test_a_right_answer_starved_past_its_wall_clock_bound_is_not_timed_out(tmp_path):
+    work = 0.5 * CASE_TIMEOUT
+    outcome, value, seconds = call_while_starved(tmp_path, f"work({work})")
+    assert (outcome, value) == ("returned", str(work)), value
+    # The neighbours kept it waiting past the bound a wall clock alone would have applied.
+    assert seconds > WALL_FACTOR * CASE_TIMEOUT, seconds
+
+
+def test_an_answer_that_sleeps_is_still_ended_by_the_wall_clock_bound(tmp_path):
+    outcome, value, seconds = call_while_starved(tmp_path, "nap()")
+    assert outcome == "TimeoutError" and "waits for a CPU not counted" in value, value
+
+
+def test_an_answer_that_makes_itself_wait_is_ended_by_the_run_time_left(tmp_path):
+    outcome, value, seconds = call_while_starved(tmp_path, "yield_behind_own_spinners()",
+                                                 run_time=12.0)
+    # Ended by one of the two wall-clock bounds (which one first depends on how much of its
+    # time the scheduler counts as waiting), and well before the run's own end.
+    assert outcome == "TimeoutError" and "of wall-clock time" in value, value
+    assert seconds < 12.0, seconds
+
+
+def test_a_reply_waiting_when_the_verifier_looks_late_is_in_time():
+    read_end, write_end = os.pipe()
+    try:
+        os.write(write_end, b"reply")
+        deadline = Deadline(None, CASE_TIMEOUT, TimeoutError)
+        deadline.started -= 100 * CASE_TIMEOUT  # the verifier was kept from looking
+        deadline.wait(read_end)  # returns: the reply is there
+        empty = Deadline(None, CASE_TIMEOUT, TimeoutError)
+        empty.started -= 100 * CASE_TIMEOUT
+        os.read(read_end, 5)
+        with pytest.raises(TimeoutError, match="0.1s"):
+            empty.wait(read_end)
+    finally:
+        os.close(read_end)
+        os.close(write_end)
+
+
+def test_a_waiting_reply_past_the_cpu_limit_is_still_a_timeout():
+    read_end, write_end = os.pipe()
+    clock = CpuClock(os.getpid())
+    try:
+        deadline = Deadline(clock, CASE_TIMEOUT, TimeoutError)
+        start = time.process_time()
+        while time.process_time() - start < 2 * CASE_TIMEOUT:
+            pass
+        os.write(write_end, b"reply")
+        deadline.started -= 2 * CASE_TIMEOUT
+        with pytest.raises(TimeoutError, match="of CPU time"):
+            deadline.wait(read_end)
+        assert clock.queued() is not None  # the wait for a CPU is readable here
+    finally:
+        clock.close()
+        os.close(read_end)
+        os.close(write_end)
