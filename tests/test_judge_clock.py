@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -137,12 +138,16 @@ def test_an_answer_that_sleeps_is_still_ended_by_the_wall_clock_bound(tmp_path):
 
 
 def test_an_answer_that_makes_itself_wait_is_ended_by_the_run_time_left(tmp_path):
-    outcome, value, seconds = call_while_starved(tmp_path, "yield_behind_own_spinners()",
-                                                 run_time=12.0)
+    run_time = 12.0
+    outcome, value, _seconds = call_while_starved(tmp_path, "yield_behind_own_spinners()",
+                                                  run_time=run_time)
     # Ended by one of the two wall-clock bounds (which one first depends on how much of its
-    # time the scheduler counts as waiting), and well before the run's own end.
-    assert outcome == "TimeoutError" and "of wall-clock time" in value, value
-    assert seconds < 12.0, seconds
+    # time the scheduler counts as waiting), and either bound is well short of the run's own
+    # end. The bound is checked, not the call's duration: the verifier here is starved too, so
+    # how long it takes to notice and clean up is the load's, not the judge's.
+    bound = re.search(r"within ([0-9.]+)s of wall-clock time", value)
+    assert outcome == "TimeoutError" and bound, value
+    assert float(bound.group(1)) <= run_time / 3, value
 
 
 def test_a_reply_waiting_when_the_verifier_looks_late_is_in_time():
