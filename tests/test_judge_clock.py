@@ -28,9 +28,6 @@ import deepgym_spawn
 deepgym_spawn.configure(solution_dir={folder!r}, case_timeout={limit!r})
 from deepgym_proxy import load_solution
 
-# The run's own time limit, as the runner sets it (it caps each request's wall-clock time).
-signal.signal(signal.SIGALRM, signal.SIG_IGN)
-signal.setitimer(signal.ITIMER_REAL, {run_time!r})
 sol = load_solution({path!r})
 sol.ready()
 group = sol._conn.proc.pid  # the solution's session and process group
@@ -43,6 +40,10 @@ for _ in range(2 * os.cpu_count()):
     with open(f"/proc/{{spinners[-1].pid}}/autogroup", "w") as f:
         f.write("{nice}")
 time.sleep(0.2)  # each core has its share of them
+# The run's time left, as the runner's timer gives it (it caps each request's wall-clock time);
+# set only now, so that however slow the set-up was under load, the call sees all of it.
+signal.signal(signal.SIGALRM, signal.SIG_IGN)
+signal.setitimer(signal.ITIMER_REAL, {run_time!r})
 started = time.monotonic()
 try:
     outcome = ["returned", sol.{call}]
