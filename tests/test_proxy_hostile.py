@@ -8,6 +8,7 @@ return its own result (a crash of the verifier would be no verdict, not a 0).
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 import uuid
@@ -44,6 +45,28 @@ class Liar:
     def __len__(self):
         return 3
 '''
+
+# A solution that rewrites its own worker to attach a write-back (``mut``) of its choosing to
+# every reply: MUT is the forged change list.
+FORGER = '''
+import gc
+def _forge():
+    for space in gc.get_objects():
+        if type(space) is dict and "_answer" in space and "_OBJECTS" in space:
+            real = space["_answer"]
+            def forged(call, _real=real):
+                reply = _real(call)
+                if reply.get("ok") and "args" in call:
+                    reply["mut"] = MUT
+                return reply
+            space["_answer"] = forged
+_forge()
+'''
+
+
+def _forger(changes: list) -> str:
+    """FORGER sending ``changes`` (the wire's change list) as every reply's write-back."""
+    return FORGER.replace("MUT", repr(json.dumps(changes)))
 
 # name -> (probe expression, expected, solution, what the verifier must have caught); the
 # attacks that make the solution process work hard before it refuses get more CPU time.
@@ -105,6 +128,22 @@ ATTACKS = {
         "(lambda xs: (sol.sort(xs), xs)[1])([3, 1, 2])", "[1, 2, 3]",
         LIAR + "def sort(xs):\n    xs[:] = [Liar(), Liar(), Liar()]\n",
         "got [<solution Liar object>"),
+    # A copied call (``function_caller``, which ``score_cases`` uses) never writes back: an
+    # answer that empties the verifier's list would pass ``got == sorted(xs)`` with [].
+    "forged_write_back_on_a_copied_call": (
+        "(lambda xs: [__import__('deepgym_proxy').function_caller(sol, 'sorted_copy')(xs), "
+        "xs])([3, 1, 2])", "[[], []]",
+        _forger([[0, ["l", []]]]) + "def sorted_copy(xs):\n    return []\n",
+        "caught SolutionError: the solution sent an unreadable value: changes to arguments it "
+        "was not asked for"),
+    # A write-back names each container it sent once: a second change to the same one is
+    # forged, and nothing of the reply is applied.
+    "write_back_twice_to_one_argument": (
+        "(lambda xs: (sol.sort(xs), xs)[1])([3, 1, 2])", "[9, 9, 9]",
+        _forger([[0, ["l", [["i", "1"], ["i", "2"], ["i", "3"]]]],
+                 [0, ["l", [["i", "9"], ["i", "9"], ["i", "9"]]]]])
+        + "def sort(xs):\n    xs.sort()\n",
+        "caught SolutionError: the solution sent an unreadable value: malformed change"),
     "handle_as_a_callable_in_the_verifier": (
         "sol.get_hook()()", "'pwned'",
         "import os\ndef get_hook():\n    def hook():\n        return os.getcwd()\n"

@@ -191,6 +191,10 @@ class Connection:
                 if reply.get("done") is True and op == "next":
                     raise StopIteration  # the solution's iterator is exhausted
                 if "mut" in reply:
+                    # Only a request sent with ``sync`` may change the verifier's arguments: a
+                    # write-back on any other reply is forged by the solution's process.
+                    if not message.get("sync"):
+                        raise ValueError("changes to arguments it was not asked for")
                     self._apply(reply["mut"])
                 return decode(reply.get("value"), ctx=self)
             except (ValueError, TypeError, RecursionError, OverflowError, KeyError) as exc:
@@ -229,22 +233,29 @@ class Connection:
         return obj
 
     def _apply(self, changes):
-        """Write the solution's changes to argument containers into the verifier's own."""
-        if type(changes) is not list:
+        """Write the solution's changes to argument containers into the verifier's own: each
+        container sent at most once, each with contents of its own type, and nothing written
+        unless every change is well formed (a bad one leaves the verifier's arguments as
+        they were)."""
+        if type(changes) is not list or len(changes) > len(self.refs):
             raise ValueError("malformed changes")
+        updates, seen = [], set()
         for change in changes:
             if type(change) is not list or len(change) != 2 or type(change[0]) is not int \
-                    or not 0 <= change[0] < len(self.refs):
+                    or not 0 <= change[0] < len(self.refs) or change[0] in seen:
                 raise ValueError("malformed change")
+            seen.add(change[0])
             container, new = self.refs[change[0]], decode(change[1], ctx=self)
             kind = type(container)
-            if kind is bytearray and type(new) is bytes or kind is list and type(new) is list:
+            if not (kind is bytearray and type(new) is bytes or type(new) is kind):
+                raise ValueError("a change of the wrong type")
+            updates.append((container, new))
+        for container, new in updates:
+            if type(container) in (list, bytearray):
                 container[:] = new
-            elif kind in (dict, set) and type(new) is kind:
+            else:
                 container.clear()
                 container.update(new)
-            else:
-                raise ValueError("a change of the wrong type")
 
     def stop(self):
         if self.proc is not None:

@@ -66,5 +66,6 @@ def _check(got, expected):
 
 
 def verify(solution_path, test_cases_path=None):
-    cases = [(case_id, (nums,), (nums, _lis_length(nums))) for case_id, nums in _cases()]
+    # The solution gets a copy: the check reads ``nums`` after the call.
+    cases = [(case_id, (nums[:],), (nums, _lis_length(nums))) for case_id, nums in _cases()]
     return score_cases(solution_path, "longest_increasing_subsequence", cases, check=_check)

@@ -90,5 +90,7 @@ def _check(got, expected):
 
 
 def verify(solution_path, test_cases_path=None):
-    cases = [(cid, (n, deps), (n, deps, _has_cycle(n, deps))) for cid, n, deps in _cases()]
+    # The solution gets copies: the check reads the dependencies after the call.
+    cases = [(cid, (n, [d[:] for d in deps]), (n, deps, _has_cycle(n, deps)))
+             for cid, n, deps in _cases()]
     return score_cases(solution_path, "topological_order", cases, check=_check)
