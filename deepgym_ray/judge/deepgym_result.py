@@ -5,7 +5,9 @@ Copied into every sandbox; the runner uses it for:
   bounded (a head, the last complete lines, and the line being written; the rest is counted);
 - :meth:`Capture.printed_result`: a script's result, the last JSON line it printed;
 - :func:`normalise`: a returned or printed float, bool or dict as the result fields, checked
-  and bounded (any problem is :class:`VerifierFailed`, the verifier's own failure);
+  and bounded (any problem is :class:`VerifierFailed`, the verifier's own failure); ``passed``
+  and ``score`` made to agree (a pass needs full marks: ``passed`` with a lower score is not
+  passed, the score kept; full marks with ``passed: false`` score 0), ``details`` saying so;
 - :func:`reconcile_exit`: the rule between a verifier's exit code and its result.
 
 Limits on what travels back (the verdict itself is never changed by them): ``details`` keeps
@@ -20,6 +22,8 @@ Example:
     True
     >>> reconcile_exit({"score": 1.0, "passed": True}, 1)["score"]
     0.0
+    >>> normalise({"score": 0.5, "passed": True})["passed"]
+    False
 """
 
 import collections
@@ -241,6 +245,15 @@ def normalise(value):
     passed = value.get("passed")
     out["passed"] = (_flag(passed, "the verifier's 'passed'") if passed is not None
                      else out["score"] >= FULL_MARKS)
+    # ``passed`` and ``score`` must agree, since the totals count one and trainers the other:
+    # a pass needs full marks, and a verifier that says "not passed" never gives them.
+    if out["passed"] and out["score"] < FULL_MARKS:
+        out["passed"] = False
+        notes.append(f"not passed: the verifier said passed with a score of {out['score']:g} "
+                     "(a pass needs full marks)")
+    elif not out["passed"] and out["score"] >= FULL_MARKS:
+        out["score"] = 0.0
+        notes.append("score 0: the verifier gave full marks but said not passed")
     components = value.get("reward_components")
     if components is not None:
         out["reward_components"] = _components(components, notes)

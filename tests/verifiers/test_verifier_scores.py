@@ -59,9 +59,21 @@ NORMALISED = [
     ("0.25", 0.25, False), ("1.0 + 1e-9", 1.0, True), ("-1e-9", 0.0, False),
     ("{'score': 1}", 1.0, True), ("{'score': 0.5}", 0.5, False),
     ("{'passed': True}", 1.0, True), ("{'passed': False}", 0.0, False),
-    ("{'score': 0.5, 'passed': True}", 0.5, True), ("{'score': 1.0, 'passed': False}", 1.0, False),
-    ("{'score': 1.0, 'passed': 1}", 1.0, True), ("{'score': 1.0, 'passed': 0}", 1.0, False),
+    ("{'score': 1.0, 'passed': 1}", 1.0, True), ("{'score': 0.0, 'passed': 0}", 0.0, False),
+    # A contradictory result is made to agree: a pass needs full marks, and full marks with
+    # "not passed" score 0 (the totals count ``passed``, trainers the score).
+    ("{'score': 0.5, 'passed': True}", 0.5, False), ("{'score': 1.0, 'passed': False}", 0.0, False),
+    ("{'score': 1.0, 'passed': 0}", 0.0, False),
 ]
+
+
+@pytest.mark.parametrize(("value", "note"), [
+    ("{'score': 0.5, 'passed': True}", "the verifier said passed with a score of 0.5"),
+    ("{'score': 1.0, 'passed': False}", "the verifier gave full marks but said not passed")])
+def test_a_contradictory_result_says_what_was_changed(local_client, value, note):
+    result = local_client.run(env_for("module", IN_PLAY + f"result = {value}\n"), GOOD)
+    assert result.has_verdict and not result.passed, result
+    assert note in (result.details or ""), result.details
 
 
 @pytest.mark.parametrize(("value", "score", "passed"), NORMALISED)
