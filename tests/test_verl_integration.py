@@ -87,6 +87,66 @@ def test_judged_only_equals_verls_grpo_without_the_unjudged_samples():
     assert torch.allclose(ours[keep], theirs, atol=1e-6)
 
 
+def _through_verls_trainer(estimator, scores, groups, norm_adv_by_std_in_grpo):
+    """Advantages as verl 0.9.1's v1 trainer computes them (trainer_base: its call, its
+    arguments): ``compute_advantage_for_multi_trajectories`` on a DataProto, the setting in
+    ``algorithm``, one single-turn session per sample (keys ``{uid}_{session}_{turn}``)."""
+    from verl.protocol import DataProto
+    from verl.trainer.config.algorithm import AlgoConfig
+    from verl.trainer.ppo.v1.utils import compute_advantage_for_multi_trajectories
+
+    rewards, mask = _batch(scores)
+    data = DataProto.from_dict(
+        tensors={"token_level_rewards": rewards, "response_mask": mask},
+        non_tensors={"uid": np.array(groups, dtype=object)})
+    algorithm = AlgoConfig(adv_estimator=estimator,
+                           norm_adv_by_std_in_grpo=norm_adv_by_std_in_grpo)
+    keys = [f"{group}_{i}_0" for i, group in enumerate(groups)]
+    out = compute_advantage_for_multi_trajectories(
+        data, batch_keys=keys, adv_estimator=algorithm.adv_estimator, gamma=algorithm.gamma,
+        lam=algorithm.lam, num_repeat=4,
+        norm_adv_by_std_in_grpo=algorithm.get("norm_adv_by_std_in_grpo", True),
+        config=algorithm)
+    return out.batch["advantages"], mask
+
+
+@pytest.mark.parametrize("scale", [True, False])
+def test_all_judged_rows_get_exactly_what_verls_grpo_gives_with_the_same_setting(scale):
+    # Every row judged: ours must be verl's grpo, bit for bit, whatever algorithm says.
+    theirs, mask = _through_verls_trainer("grpo", SCORES, GROUPS, scale)
+    ours, _ = _through_verls_trainer(dverl.ADV_ESTIMATOR, SCORES, GROUPS, scale)
+    assert torch.equal(ours, theirs)
+    first = theirs[0][mask[0].bool()][0].item()
+    want = _hand_grpo(SCORES, GROUPS, [True] * len(SCORES), scale=scale)[0]
+    assert first == pytest.approx(want, abs=1e-6)  # the setting reached verl's grpo as well
+    # The issue's two-sample group: 0.5 / -0.5 unscaled, 0.707 / -0.707 by the std.
+    pair, _ = _through_verls_trainer(dverl.ADV_ESTIMATOR, [1.0, 0.0], ["g", "g"], scale)
+    expected = 0.7071 if scale else 0.5
+    assert pair[0][0].item() == pytest.approx(expected, abs=1e-3)
+    assert pair[1][0].item() == pytest.approx(-expected, abs=1e-3)
+
+
+@pytest.mark.parametrize("scale", [True, False])
+def test_judged_only_rows_follow_the_setting_in_verls_config(scale):
+    marked = [s if j else float("nan") for s, j in zip(SCORES, JUDGED, strict=True)]
+    ours, mask = _through_verls_trainer(dverl.ADV_ESTIMATOR, marked, GROUPS, scale)
+    want = _hand_grpo(SCORES, GROUPS, JUDGED, scale=scale)
+    for i, value in enumerate(want):
+        row = ours[i][mask[i].bool()]
+        assert torch.allclose(row, torch.full_like(row, value), atol=1e-6), (i, row, value)
+        if not JUDGED[i]:
+            assert torch.count_nonzero(ours[i]) == 0
+    # An explicit argument still wins over the config (a caller that passes it means it).
+    rewards, mask = _batch(marked)
+    from verl.trainer.config.algorithm import AlgoConfig
+
+    explicit, _ = dverl.compute_judged_grpo_advantage(
+        rewards, mask, GROUPS, norm_adv_by_std_in_grpo=not scale,
+        config=AlgoConfig(norm_adv_by_std_in_grpo=scale))
+    flipped = _hand_grpo(SCORES, GROUPS, JUDGED, scale=not scale)
+    assert explicit[0][0].item() == pytest.approx(flipped[0], abs=1e-6)
+
+
 def test_nan_scores_mark_no_verdict_the_same_as_has_verdict():
     from verl.trainer.ppo.core_algos import get_adv_estimator_fn
 

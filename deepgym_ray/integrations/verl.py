@@ -30,7 +30,8 @@ Advantages: importing this module registers :data:`ADV_ESTIMATOR` with verl's ow
 package declares; ``VERL_USE_EXTERNAL_MODULES=deepgym_ray.integrations.verl`` does the same.
 Set ``algorithm.adv_estimator: deepgym_grpo_judged``. A sample without a verdict gets exactly
 zero advantage, and its group's mean and std are those of its judged samples alone (verl's own
-GRPO run on the judged rows, so every other detail matches ``adv_estimator: grpo``).
+GRPO run on the judged rows, so every other detail matches ``adv_estimator: grpo``, including
+``algorithm.norm_adv_by_std_in_grpo``, read from the config verl passes, as verl reads it).
 
 Data: :func:`write_verl_parquet` writes the columns verl's RL dataset reads.
 
@@ -201,12 +202,24 @@ def _judged_rows(scores: Any, has_verdict: Any, non_tensor_batch: Any) -> Any:
     return judged
 
 
+def _norm_by_std(config: Any) -> bool:
+    """The setting as verl's trainers read it for ``grpo``: ``algorithm.get(key, True)``.
+
+    verl hands a registered estimator only ``config`` (its ``algorithm`` section, an
+    ``AlgoConfig`` or a DictConfig, both with ``get``); ``grpo`` gets the value as an argument
+    instead, read the same way. verl reads no other ``grpo`` setting (``epsilon`` stays 1e-6).
+    """
+    if config is None:
+        return True
+    return bool(config.get("norm_adv_by_std_in_grpo", True))
+
+
 def compute_judged_grpo_advantage(
     token_level_rewards: Any,
     response_mask: Any,
     index: Any,
     epsilon: float = 1e-6,
-    norm_adv_by_std_in_grpo: bool = True,
+    norm_adv_by_std_in_grpo: bool | None = None,
     config: Any = None,
     has_verdict: Sequence[bool] | None = None,
     non_tensor_batch: Mapping[str, Any] | None = None,
@@ -217,10 +230,14 @@ def compute_judged_grpo_advantage(
     A sample without a verdict (``has_verdict`` False, else its reward is NaN) gets exactly
     0; every other sample gets what verl's own GRPO gives it on the batch without those
     samples (group mean and std over the judged samples of its ``index`` group).
+    ``norm_adv_by_std_in_grpo`` not given: read from ``config`` (verl's ``algorithm``
+    section) as verl reads it for ``grpo``, default True.
     """
     import torch
     from verl.trainer.ppo.core_algos import compute_grpo_outcome_advantage
 
+    if norm_adv_by_std_in_grpo is None:
+        norm_adv_by_std_in_grpo = _norm_by_std(config)
     scores = token_level_rewards.sum(dim=-1)
     judged = _judged_rows(scores, has_verdict, non_tensor_batch)
     advantages = torch.zeros_like(token_level_rewards, dtype=torch.float32)
