@@ -6,9 +6,11 @@ cd "$(dirname "$0")/.."
 
 log() { printf '\033[1m[setup]\033[0m %s\n' "$*"; }
 
-# System packages: bubblewrap isolates each solution (Debian's package).
+# System packages: bubblewrap isolates each solution, libseccomp builds the local sandbox's
+# syscall filter (Debian's packages).
 need_apt=()
 command -v bwrap >/dev/null 2>&1 || need_apt+=(bubblewrap)
+/sbin/ldconfig -p 2>/dev/null | grep -q 'libseccomp\.so\.2' || need_apt+=(libseccomp2)
 if ((${#need_apt[@]})); then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
     log "installing ${need_apt[*]}"

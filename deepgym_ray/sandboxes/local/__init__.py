@@ -9,8 +9,11 @@ empty environment; when we run as root it also runs as a fresh unprivileged uid 
 its space and inodes, all files together, off the host's disk). Resource limits cap each
 process's memory, CPU time, processes, file sizes and open files; per-run cgroups (see
 ``cgroups``) cap all of a run's processes together (memory, tasks) and give every run the same
-CPU share. Where bwrap, root or cgroups are missing it still runs, and says once which isolation
-and which limits are missing.
+CPU share. Every process of a run, the runner (the verifier's process) included, is under a
+syscall filter modelled on Docker's default profile (see ``seccomp``: no kernel keyrings,
+io_uring, ptrace, BPF, perf events, module calls or new user namespaces). Where bwrap, root,
+cgroups or libseccomp are missing it still runs, and says once which isolation and which
+limits are missing.
 
 Speed without less isolation: the judge runner is forked from a warm, trusted fork server
 (``forkserver``; one per provider, reachable only over a private socket pair) instead of starting
@@ -63,6 +66,7 @@ from deepgym_ray.sandboxes.base import (
 )
 from deepgym_ray.sandboxes.local.cgroups import RunCgroup, RunCgroups, missing_guarantees
 from deepgym_ray.sandboxes.local.commands import kill_group, run_exec, run_forked
+from deepgym_ray.sandboxes.local.deepgym_seccomp import Installer
 from deepgym_ray.sandboxes.local.forkserver import RunnerForkServer
 from deepgym_ray.sandboxes.local.isolation import (
     bwrap_prefix,
@@ -70,6 +74,9 @@ from deepgym_ray.sandboxes.local.isolation import (
     world_reachable,
 )
 from deepgym_ray.sandboxes.local.janitor import release_at_exit
+from deepgym_ray.sandboxes.local.seccomp import missing as seccomp_missing
+from deepgym_ray.sandboxes.local.seccomp import sandbox_filter
+from deepgym_ray.sandboxes.local.seccomp import wanted as seccomp_wanted
 from deepgym_ray.sandboxes.local.workarea import (
     WorkRoot,
     discard,
@@ -127,6 +134,9 @@ class LocalProvider(SandboxProvider):
     ``solution_zygote`` (on by default where bwrap and root are there) forks solution processes
     from a warm, confined zygote (see ``zygote``) instead of a bwrap and interpreter each; when
     not given, the environment variable ``DEEPGYM_SOLUTION_ZYGOTE=0`` turns it off.
+    ``seccomp`` (on by default where libseccomp's binding is installed; when not given,
+    ``DEEPGYM_SECCOMP=0`` turns it off) puts runners, exec'd commands and solution processes
+    under the syscall filter of ``seccomp``.
     """
 
     name = "local"
@@ -137,7 +147,8 @@ class LocalProvider(SandboxProvider):
                  verifier_memory_mb: int = 4096, isolation: str = "auto",
                  python: str | None = None, output_limit_mb: int = 32,
                  fork_server: bool = True, solution_zygote: bool | None = None,
-                 disk_mb: int = 256, max_files: int = 20000) -> None:
+                 disk_mb: int = 256, max_files: int = 20000,
+                 seccomp: bool | None = None) -> None:
         if isolation not in ("auto", "bwrap", "none"):
             raise ValueError(f"isolation must be 'auto', 'bwrap' or 'none', got {isolation!r}")
         self.python = python or sys.executable
@@ -157,7 +168,13 @@ class LocalProvider(SandboxProvider):
             raise SandboxError("isolation='bwrap' was asked for, but bubblewrap cannot create "
                                "namespaces here (install the 'bubblewrap' package)")
         self._nproc = max_processes if self.as_root else count_own_processes() + 512
-        self.fork_server = RunnerForkServer(self.python) if fork_server else None
+        # The syscall filter (see ``seccomp``): runners, exec'd commands and the zygote.
+        if seccomp is None:
+            seccomp = seccomp_wanted()
+        self.seccomp = sandbox_filter(self.as_root) if seccomp else None
+        self._no_seccomp_why = seccomp_missing.get(self.as_root) if seccomp else "turned off"
+        self._install_filter = None if self.seccomp is None else Installer(self.seccomp)
+        self.fork_server = RunnerForkServer(self.python, self.seccomp) if fork_server else None
         if solution_zygote is None:
             solution_zygote = os.environ.get("DEEPGYM_SOLUTION_ZYGOTE", "1") != "0"
         self.zygote = self._solutions_root = None
@@ -173,7 +190,8 @@ class LocalProvider(SandboxProvider):
             except OSError as exc:
                 self._tmpfs = False
                 logger.debug("no shared mount for the zygote: %s", exc)
-            self.zygote = SolutionZygote(self.bwrap, self.solution_python, self._solutions_root)
+            self.zygote = SolutionZygote(self.bwrap, self.solution_python, self._solutions_root,
+                                         self.seccomp)
         sweep_stale_dirs()
         self._report_isolation()
 
@@ -191,6 +209,10 @@ class LocalProvider(SandboxProvider):
         if self.bwrap is None and not self.as_root:
             missing.append("a background process that starts its own session can outlive "
                            "the run")
+        if self.seccomp is None:
+            missing.append(f"no syscall filter ({self._no_seccomp_why}): kernel keyrings, "
+                           "io_uring, ptrace and new user namespaces are open to solutions "
+                           "and verifiers")
         if missing:
             _warn_once("local sandbox isolation is weaker here: " + "; ".join(missing))
         self._report_limits()
@@ -219,7 +241,8 @@ class LocalProvider(SandboxProvider):
     @property
     def isolation(self) -> dict[str, bool]:
         """Which isolation this provider gives solutions on this machine."""
-        return {"namespaces": self.bwrap is not None, "separate_uid": self.as_root}
+        return {"namespaces": self.bwrap is not None, "separate_uid": self.as_root,
+                "syscall_filter": self.seccomp is not None}
 
     # --- the provider protocol ------------------------------------------------------------
 
@@ -338,7 +361,8 @@ class LocalProvider(SandboxProvider):
             if result is not None:
                 return result
         self._write_deferred(box)
-        return run_exec(command, box.work_dir, environ, procs=box.procs, **options)
+        return run_exec(command, box.work_dir, environ, procs=box.procs,
+                        preexec=self._install_filter, **options)
 
     def warm(self) -> None:
         """Start the runner fork server and the solution zygote now: their start-up (an

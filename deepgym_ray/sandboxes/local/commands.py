@@ -17,7 +17,7 @@ import os
 import signal
 import subprocess
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from deepgym_ray.exceptions import SandboxError
@@ -70,15 +70,18 @@ def run_forked(server: RunnerForkServer, cwd: Path, environ: Mapping[str, str], 
 
 def run_exec(command: Sequence[str], cwd: Path | str, environ: Mapping[str, str], *,
              timeout: float, stdin: bytes | None, wake: int | None, output_limit: int,
-             procs: list[subprocess.Popen]) -> CommandResult:
+             procs: list[subprocess.Popen],
+             preexec: Callable[[], None] | None = None) -> CommandResult:
     """``command`` as a new session in ``cwd``; its process is added to ``procs`` as soon as it
-    exists (so that the sandbox's cleanup finds it, whatever happens here)."""
+    exists (so that the sandbox's cleanup finds it, whatever happens here). ``preexec`` runs
+    in the child before the exec (the seccomp filter's installer, which allocates nothing)."""
     started = time.monotonic()
     try:
         proc = subprocess.Popen(list(command), cwd=cwd, env=dict(environ),
                                 stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, start_new_session=True, close_fds=True)
-    except OSError as exc:
+                                stderr=subprocess.PIPE, start_new_session=True, close_fds=True,
+                                preexec_fn=preexec)
+    except (OSError, subprocess.SubprocessError) as exc:  # the latter: preexec failed
         raise SandboxError(f"cannot start {command[0]!r}: {exc}",
                            sandbox_id=Path(cwd).name) from exc
     procs.append(proc)

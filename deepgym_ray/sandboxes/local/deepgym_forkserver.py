@@ -204,6 +204,22 @@ def serve(control):
     os._exit(0)
 
 
+def _filter_syscalls(fd):
+    """Install the host's compiled seccomp filter (``seccomp.py``) in this server: every
+    runner it forks inherits it. It can only fail on a kernel that refused it in the host's
+    probe too; then this server exits and the host execs runners (under the filter)."""
+    import importlib.util
+
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "deepgym_seccomp.py")
+    spec = importlib.util.spec_from_file_location("deepgym_seccomp", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    try:
+        module.install(module.read_fd(fd))
+    except OSError:
+        os._exit(4)
+
+
 def main():
     control = socket.socket(fileno=int(sys.argv[1]))
     try:  # the server waits on pidfds; without them the host starts runners by exec instead
@@ -211,6 +227,8 @@ def main():
     except (AttributeError, OSError):
         os._exit(3)
     _preload()
+    if len(sys.argv) > 2:  # the seccomp filter's descriptor
+        _filter_syscalls(int(sys.argv[2]))
     import gc
 
     gc.freeze()  # keep the preloaded objects out of collections: fewer copied pages per fork

@@ -28,6 +28,8 @@ import time
 from collections.abc import Mapping
 from pathlib import Path
 
+from deepgym_ray.sandboxes.local.seccomp import filter_fd
+
 logger = logging.getLogger(__name__)
 
 SERVER = str(Path(__file__).resolve().parent / "deepgym_forkserver.py")
@@ -160,8 +162,9 @@ class ForkedRun:
 class RunnerForkServer:
     """A lazily started fork server for judge runners (see the module docstring)."""
 
-    def __init__(self, python: str) -> None:
+    def __init__(self, python: str, seccomp: bytes | None = None) -> None:
         self.python = python
+        self.seccomp = seccomp  # the compiled syscall filter the server installs in itself
         self._lock = threading.Lock()
         self._control: socket.socket | None = None
         self._proc: subprocess.Popen | None = None
@@ -181,10 +184,13 @@ class RunnerForkServer:
             return None
         self._starts += 1
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        command, fds = [self.python, "-I", "-S", "-B", SERVER, str(theirs.fileno())], []
         try:
+            if self.seccomp is not None:
+                fds.append(filter_fd(self.seccomp))
+                command.append(str(fds[-1]))
             self._proc = subprocess.Popen(
-                [self.python, "-I", "-S", "-B", SERVER, str(theirs.fileno())],
-                pass_fds=(theirs.fileno(),), stdin=subprocess.DEVNULL,
+                command, pass_fds=(theirs.fileno(), *fds), stdin=subprocess.DEVNULL,
                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd="/",
                 env={"PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8"},
                 start_new_session=True)  # a Ctrl-C to the host's group must not kill it
@@ -194,6 +200,8 @@ class RunnerForkServer:
             return None
         finally:
             theirs.close()
+            for fd in fds:
+                os.close(fd)
         self._control = ours
         return ours
 

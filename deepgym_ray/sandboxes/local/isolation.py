@@ -1,10 +1,11 @@
 """What confines a local solution: the bubblewrap options.
 
 ``bwrap_prefix`` works out (once per interpreter) the bwrap options that show a solution only
-the base interpreter, its standard library and its own directory, in fresh namespaces; None
-where bwrap cannot make them. (The sweep of a run's uid, for runs whose runner could not prove
-that its solution processes are gone, is ``kill_uid`` in ``deepgym_ray/judge/deepgym_proc.py``,
-which the runner uses in the sandbox too.)
+the base interpreter, its standard library and its own directory, in fresh namespaces, with
+the kernel-wide /proc files Docker masks (and /proc/key-users) masked; None where bwrap cannot
+make them. (The syscall filter is ``seccomp``. The sweep of a run's uid, for runs whose runner
+could not prove that its solution processes are gone, is ``kill_uid`` in
+``deepgym_ray/judge/deepgym_proc.py``, which the runner uses in the sandbox too.)
 
 Example:
     prefix = bwrap_prefix("/usr/bin/python3.11", as_root=True)
@@ -55,6 +56,30 @@ def _dirs_for(path: str) -> list[str]:
     return options
 
 
+# What Docker masks in a container's /proc, and /proc/key-users: kernel-wide state that would
+# show a run what other runs (other uids) left there: the keys every uid can see, the uids that
+# hold keys, timers, kernel memory and symbols. (bwrap already makes /proc/sys, /proc/irq,
+# /proc/bus and /proc/sysrq-trigger read-only.)
+MASKED_PROC_FILES = ("keys", "key-users", "kcore", "kallsyms", "kmsg", "latency_stats",
+                     "timer_list", "timer_stats", "sched_debug", "kpagecgroup", "kpagecount",
+                     "kpageflags")
+MASKED_PROC_DIRS = ("acpi", "asound", "scsi")
+
+
+def _proc_masks() -> list[str]:
+    """bwrap options that cover the masked /proc entries that exist here: files with
+    /dev/null, as Docker does (a device bind: --ro-bind mounts nodev, and the file could not be
+    opened), directories with an empty tmpfs."""
+    options: list[str] = []
+    for name in MASKED_PROC_FILES:
+        if os.path.isfile(f"/proc/{name}"):
+            options += ["--dev-bind", "/dev/null", f"/proc/{name}"]
+    for name in MASKED_PROC_DIRS:
+        if os.path.isdir(f"/proc/{name}"):
+            options += ["--tmpfs", f"/proc/{name}"]
+    return options
+
+
 @lru_cache(maxsize=4)
 def bwrap_prefix(python: str, as_root: bool) -> tuple[str, ...] | None:
     """The bwrap options that confine a solution (without --chdir and the command), or None
@@ -85,7 +110,7 @@ def bwrap_prefix(python: str, as_root: bool) -> tuple[str, ...] | None:
         prefix += _dirs_for(python) + ["--ro-bind", python, python]
     for hidden in _hidden_dirs(roots):
         prefix += ["--tmpfs", hidden]
-    prefix += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp"]
+    prefix += ["--proc", "/proc", *_proc_masks(), "--dev", "/dev", "--tmpfs", "/tmp"]
     probe = prefix + ["--", python, "-I", "-S", "-c", "pass"]
     try:
         done = subprocess.run(probe, capture_output=True, timeout=20)

@@ -33,6 +33,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from deepgym_ray.sandboxes.local.janitor import release_at_exit
+from deepgym_ray.sandboxes.local.seccomp import filter_fd
 
 logger = logging.getLogger(__name__)
 
@@ -67,8 +68,10 @@ def zygote_prefix(bwrap: Sequence[str], solutions_root: str) -> list[str]:
 class SolutionZygote:
     """A lazily (re)started solution zygote (see the module docstring)."""
 
-    def __init__(self, bwrap: Sequence[str], python: str, solutions_root: str) -> None:
+    def __init__(self, bwrap: Sequence[str], python: str, solutions_root: str,
+                 seccomp: bytes | None = None) -> None:
         self.command = zygote_prefix(bwrap, solutions_root)
+        self.seccomp = seccomp  # the compiled syscall filter bwrap installs in the zygote
         self.python, self.solutions_root = python, solutions_root
         self._lock = threading.Lock()
         self._proc: subprocess.Popen | None = None
@@ -102,6 +105,7 @@ class SolutionZygote:
         self._path = os.path.join(self._dir, "ctl")
         listener = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        filter_in = None
         try:
             listener.bind(self._path)
             os.chmod(self._path, 0o600)
@@ -111,11 +115,15 @@ class SolutionZygote:
             fds = (listener.fileno(), theirs.fileno())
             env = {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", "PYTHONIOENCODING": "utf-8"}
             command = list(self.command) + ["--chdir", "/"]
+            if self.seccomp is not None:  # every solution process it forks inherits it
+                filter_in = filter_fd(self.seccomp)
+                command += ["--seccomp", str(filter_in)]
             for key, value in env.items():
                 command += ["--setenv", key, value]
             command += ["--", self.python, "-I", "-S", "-c", program, *map(str, fds), worker]
             self._proc = subprocess.Popen(
-                command, pass_fds=fds, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                command, pass_fds=(*fds, *(() if filter_in is None else (filter_in,))),
+                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                 stderr=subprocess.DEVNULL, env={}, cwd="/", start_new_session=True)
             self._lifeline = ours
         except BaseException:
@@ -124,6 +132,8 @@ class SolutionZygote:
         finally:
             listener.close()
             theirs.close()
+            if filter_in is not None:
+                os.close(filter_in)
 
     def _stop_locked(self) -> None:
         if self._lifeline is not None:
