@@ -16,6 +16,13 @@ Rules for the edge cases:
 - An unterminated fence runs to the end of the answer: a completion cut off at the length limit
   runs what it wrote.
 - Content indented with its fence loses that indentation.
+- A model's special tokens around the answer are not part of it. Text decoded with
+  ``skip_special_tokens=False`` (OpenRLHF, and many rollout loops) ends in the end-of-turn
+  token, often right after the closing fence (```` ```<|im_end|> ````): a run of special
+  tokens at either end of the answer is dropped, and a closing fence may be followed by special
+  tokens on its line. Which text is a special token: :data:`SPECIAL_TOKEN_PATTERNS` (the
+  common chat templates' forms), plus any literal ``special_tokens`` given (a tokenizer's own
+  list, as the reward service takes with ``--tokenizer``).
 - Empty or None content gives empty code, which a verifier judges as a wrong answer.
 - A conversation with no assistant turn raises ValueError naming the completion's index.
 
@@ -31,15 +38,36 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
+from functools import lru_cache
 from typing import Any
 
 __all__ = [
+    "SPECIAL_TOKEN_PATTERNS",
     "answer_text",
     "check_completion",
     "check_completions",
     "completion_to_code",
     "extract_code",
+    "strip_special_tokens",
 ]
+
+# The special tokens of the common chat templates, as regular expressions: ChatML, Llama 3,
+# Phi and GPT-style ``<|...|>`` (``<|im_end|>``, ``<|eot_id|>``, ``<|endoftext|>``, ``<|end|>``),
+# DeepSeek's full-width ``<｜end▁of▁sentence｜>``, Llama 2 / Mistral ``</s>``, Gemma
+# ``<end_of_turn>`` and ``<eos>``, and ``<pad>``. Only a run of them at either end of an answer,
+# or after a closing fence, is dropped: the same text inside the code is left alone.
+SPECIAL_TOKEN_PATTERNS: tuple[str, ...] = (
+    r"<\|[A-Za-z0-9_.:/-]{1,40}\|>",
+    r"<｜[^｜<>\s]{1,40}｜>",
+    r"</s>",
+    r"<s>",
+    r"<eos>",
+    r"<bos>",
+    r"<pad>",
+    r"<end_of_turn>",
+    r"<start_of_turn>",
+)
+_DEFAULT_SPECIAL = "|".join(f"(?:{p})" for p in SPECIAL_TOKEN_PATTERNS)
 
 _FENCE_OPEN = re.compile(r"^(?P<indent>[ \t]*)(?P<fence>`{3,}|~{3,})(?P<info>.*)$")
 # A fence opened at the end of a line of prose ("Here it is: ```python"), as models often write.
@@ -97,8 +125,34 @@ def answer_text(completion: Any, index: int | None = None) -> str:
     raise ValueError(f"{label} has no assistant turn (roles seen: {seen})")
 
 
-def _is_closing(line: str, char: str, length: int) -> bool:
+@lru_cache(maxsize=64)
+def _special_run(tokens: tuple[str, ...]) -> tuple[re.Pattern[str], re.Pattern[str]]:
+    """Patterns for a run of special tokens (and whitespace) at the start and at the end."""
+    literal = "|".join(re.escape(t) for t in sorted(set(tokens), key=len, reverse=True) if t)
+    one = _DEFAULT_SPECIAL + (f"|{literal}" if literal else "")
+    return (re.compile(rf"\A(?:\s*(?:{one}))+"), re.compile(rf"(?:(?:{one})\s*)+\Z"))
+
+
+def strip_special_tokens(text: str, special_tokens: Sequence[str] = ()) -> str:
+    """``text`` without a run of special tokens at its start or end (see the module docstring).
+
+    Example:
+        >>> strip_special_tokens("```python\\nx = 1\\n```<|im_end|><|endoftext|>")
+        '```python\\nx = 1\\n```'
+    """
+    head, tail = _special_run(tuple(special_tokens))
+    # (Cheap checks first: this runs on every completion, nearly always with no token.)
+    if special_tokens or text.rstrip().endswith(">"):
+        text = tail.sub("", text, count=1)
+    if special_tokens or text.lstrip().startswith("<"):
+        text = head.sub("", text, count=1)
+    return text
+
+
+def _is_closing(line: str, char: str, length: int, special_tokens: tuple[str, ...]) -> bool:
     stripped = line.strip()
+    if "<" in stripped or special_tokens:  # a closing fence followed by the end-of-turn token
+        stripped = strip_special_tokens(stripped, special_tokens).strip()
     return len(stripped) >= length and set(stripped) == {char}
 
 
@@ -116,8 +170,11 @@ def _opening_after_text(line: str) -> re.Match[str] | None:
     return match
 
 
-def extract_code(text: str) -> str:
-    """The last fenced block of ``text``, or ``text`` itself when it has no fenced block."""
+def extract_code(text: str, special_tokens: Sequence[str] = ()) -> str:
+    """The last fenced block of ``text``, or ``text`` itself when it has no fenced block
+    (either way without a run of special tokens at its ends, see the module docstring)."""
+    special_tokens = tuple(special_tokens)
+    text = strip_special_tokens(text, special_tokens)
     lines = text.splitlines(keepends=True)
     last_block: list[str] | None = None
     i = 0
@@ -132,7 +189,7 @@ def extract_code(text: str) -> str:
         indent = len(match["indent"]) if "indent" in match.groupdict() else 0
         block: list[str] = []
         i += 1
-        while i < len(lines) and not _is_closing(lines[i], char, length):
+        while i < len(lines) and not _is_closing(lines[i], char, length, special_tokens):
             block.append(_dedent(lines[i], indent))
             i += 1
         last_block = block
@@ -145,9 +202,11 @@ def extract_code(text: str) -> str:
     return code
 
 
-def completion_to_code(completion: Any, index: int | None = None) -> str:
-    """The code to run for one completion (see the module docstring for the rules)."""
-    return extract_code(answer_text(completion, index))
+def completion_to_code(completion: Any, index: int | None = None,
+                       special_tokens: Sequence[str] = ()) -> str:
+    """The code to run for one completion (see the module docstring for the rules);
+    ``special_tokens``: a tokenizer's own special tokens, besides the common ones."""
+    return extract_code(answer_text(completion, index), special_tokens)
 
 
 def check_completion(completion: Any, where: str = "the completion") -> None:

@@ -129,3 +129,33 @@ def test_answer_text_and_extract_code_compose():
     text = answer_text(convo(("assistant", f"{T}\nq = 1\n{T}")))
     assert text == f"{T}\nq = 1\n{T}"
     assert extract_code(text) == "q = 1\n"
+
+
+# What OpenRLHF (and any loop decoding with skip_special_tokens=False) hands over: the answer
+# with the chat template's end-of-turn text after it, right after the closing fence.
+CODE = "def f():\n    return 1\n"
+SPECIAL_ENDINGS = ["<|im_end|>", "\n<|im_end|>", "<|im_end|><|endoftext|>",
+                   "<|im_end|>\n<|endoftext|><|endoftext|>", "<|eot_id|>", "<|end|>", "</s>",
+                   "<｜end▁of▁sentence｜>", "<end_of_turn>\n<eos>", "  <|im_end|>  "]
+
+
+@pytest.mark.parametrize("ending", SPECIAL_ENDINGS)
+def test_special_tokens_after_the_closing_fence_are_not_code(ending):
+    assert completion_to_code(f"Here:\n{T}python\n{CODE}{T}{ending}") == CODE
+
+
+@pytest.mark.parametrize("ending", SPECIAL_ENDINGS)
+def test_special_tokens_after_unfenced_code_are_not_code(ending):
+    assert completion_to_code(CODE + ending).rstrip() == CODE.rstrip()
+
+
+def test_special_tokens_before_the_answer_and_a_tokenizers_own_list():
+    assert completion_to_code(f"<|endoftext|><|endoftext|>{T}\n{CODE}{T}") == CODE
+    assert completion_to_code(f"{T}\n{CODE}{T}[EOT]", special_tokens=["[EOT]"]) == CODE
+    assert completion_to_code(f"{T}\n{CODE}{T}[EOT]") == f"{CODE}{T}[EOT]\n"  # not a token
+
+
+def test_special_token_text_inside_the_code_is_kept():
+    code = 'end = "<|im_end|>"\nhtml = "</s>"\n'
+    assert completion_to_code(f"{T}python\n{code}{T}<|im_end|>") == code
+    assert completion_to_code(code) == code

@@ -54,3 +54,57 @@ def test_openrlhf_labels_route_like_a_dataset_row():
         mixed.route_row(0, _label_row("nope"))
     assert _response_of("PROMPT answer", "PROMPT ") == "answer"
     assert _response_of("other text", "PROMPT") == "other text"
+
+
+def test_the_response_follows_the_prompt_wherever_padding_put_it():
+    pytest.importorskip("ray.serve")
+    from deepgym_ray.integrations.serve_app import _response_of
+
+    prompt = "<|im_start|>user\nsolve<|im_end|>\n<|im_start|>assistant\n"
+    answer = "```python\nx = 1\n```<|im_end|>"
+    assert _response_of(prompt + answer, prompt) == answer
+    # OpenRLHF 0.9 decodes a left-padded batch: the prompt comes after the padding.
+    assert _response_of("<|endoftext|>" * 3 + prompt + answer, prompt) == answer
+    assert _response_of("other text", prompt) == "other text"
+
+
+def test_a_one_environment_service_refuses_a_label_naming_another_environment():
+    pytest.importorskip("ray.serve")
+    from deepgym_ray.integrations.serve_app import _other_environment, _served_names
+
+    served = _served_names(ServeSettings(env="coin_change"))
+    assert _other_environment("knapsack_01", served) == "knapsack_01"
+    assert _other_environment("humaneval", served) == "humaneval"
+    assert _other_environment({"env_name": "nope"}, served) == "nope"
+    for label in ("coin_change", {"env_name": "coin_change"}, "42", 42, None, [1, 2]):
+        assert _other_environment(label, served) is None, label  # ground truth is left alone
+    assert _served_names(ServeSettings(mixed="m.yaml")) is None  # a mixture routes by label
+
+
+def test_a_tokenizers_own_special_tokens_are_read(tmp_path):
+    pytest.importorskip("transformers")
+    from deepgym_ray.integrations.rows import special_tokens_of
+    from deepgym_ray.integrations.tiny import build_tiny_model
+
+    path = build_tiny_model(tmp_path / "tiny", hidden_size=8, num_layers=1)
+    assert {"<|im_start|>", "<|im_end|>", "<|endoftext|>"} <= set(special_tokens_of(str(path)))
+    with pytest.raises(ValueError, match="cannot load the tokenizer"):
+        special_tokens_of(str(tmp_path / "missing"))
+
+
+def test_the_serve_command_refuses_a_tokenizer_it_cannot_load(tmp_path, capsys):
+    assert main(["serve", "--env", "coin_change", "--tokenizer", str(tmp_path / "none")]) == 2
+    assert "cannot load the tokenizer" in capsys.readouterr().err
+
+
+def test_a_service_whose_port_refuses_connections_stops_its_command():
+    import socket
+
+    from deepgym_ray.integrations.serve import ServiceStopped, watch_service
+
+    with socket.socket() as sock:  # a port nobody listens on once closed
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    settings = ServeSettings(env="coin_change", port=port)
+    with pytest.raises(ServiceStopped, match=f"port {port} refuses connections"):
+        watch_service(settings, interval_s=0.01, strikes=2)

@@ -8,9 +8,10 @@ Example:
 from __future__ import annotations
 
 import argparse
+import sys
 from typing import TYPE_CHECKING, Any
 
-from deepgym_ray.cli.errors import BadInput
+from deepgym_ray.cli.errors import EXIT_FAILED, EXIT_OK, BadInput
 
 if TYPE_CHECKING:  # pragma: no cover
     from deepgym_ray.integrations.serve import ServeSettings
@@ -33,6 +34,9 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
                         help="samples per pool map at most (default 64)")
     parser.add_argument("--max-parallel", type=int, default=64, metavar="N",
                         help="runs in flight per pool map (default 64)")
+    parser.add_argument("--tokenizer", metavar="PATH",
+                        help="the model's tokenizer (a local folder): its special tokens are "
+                             "dropped around each response, besides the common ones")
     parser.add_argument("-v", "--verbose", action="count", default=0, help="log more")
     return parser
 
@@ -42,22 +46,27 @@ def run(args: argparse.Namespace) -> int:
     from pydantic import ValidationError
 
     # Imported here: every deepgym-ray command loads this module, and only serve needs it.
-    from deepgym_ray.integrations.serve import ServeSettings, start_service
+    from deepgym_ray.integrations.serve import ServeSettings, ServiceStopped, start_service
 
     try:
         settings = ServeSettings(env=args.env, mixed=args.mixed, config=args.config,
                                  host=args.host, port=args.port,
                                  no_verdict_score=args.no_verdict_score,
                                  max_batch_size=args.max_batch_size,
-                                 max_parallel=args.max_parallel)
+                                 max_parallel=args.max_parallel,
+                                 tokenizer=args.tokenizer)
         _check_sources(settings)
     except (ValidationError, ValueError, LookupError, OSError) as exc:
         raise BadInput(f"invalid serve settings: {exc}") from None
     what = f"env {args.env}" if args.env else f"mixture {args.mixed}"
     print(f"deepgym-ray serve: {what} on http://{settings.host}:{settings.port} "
           "(POST /get_reward, POST /score, GET /stats)", flush=True)
-    start_service(settings, blocking=True)
-    return 0
+    try:
+        start_service(settings, blocking=True)
+    except ServiceStopped as exc:
+        print(f"deepgym-ray serve: {exc}", file=sys.stderr, flush=True)
+        return EXIT_FAILED
+    return EXIT_OK
 
 
 def _check_sources(settings: ServeSettings) -> None:
@@ -72,3 +81,7 @@ def _check_sources(settings: ServeSettings) -> None:
         resolve_environments(settings.env)
     if settings.config is not None:
         DeepGymConfig.from_yaml(settings.config)
+    if settings.tokenizer is not None:
+        from deepgym_ray.integrations.rows import special_tokens_of
+
+        special_tokens_of(settings.tokenizer)

@@ -33,7 +33,7 @@ from deepgym_ray.reward import MaskedRate
 if TYPE_CHECKING:  # pragma: no cover
     from deepgym_ray.client import DeepGym
 
-__all__ = ["BASE_KEYS", "RowScorer", "row_scorer"]
+__all__ = ["BASE_KEYS", "RowScorer", "row_scorer", "special_tokens_of"]
 
 logger = logging.getLogger(__name__)
 
@@ -45,7 +45,9 @@ class RowScorer:
 
     ``env`` is an Environment (every row scores against it) or a MixedEnvironment (each row
     routed by its metadata); ``client`` a DeepGym client (default: the trainers' default client
-    on the shared pool); ``components`` the reward components to report as extra keys.
+    on the shared pool); ``components`` the reward components to report as extra keys;
+    ``special_tokens`` a tokenizer's own special tokens, dropped around an answer besides the
+    common ones (see :mod:`deepgym_ray.completions`).
     """
 
     def __init__(
@@ -56,6 +58,7 @@ class RowScorer:
         max_parallel: int = 32,
         no_verdict_score: float = 0.0,
         components: Sequence[str] = (),
+        special_tokens: Sequence[str] = (),
     ) -> None:
         if not isinstance(env, Environment) and not callable(getattr(env, "route_row", None)):
             raise TypeError(f"env must be an Environment or a MixedEnvironment, got "
@@ -76,6 +79,7 @@ class RowScorer:
         self.max_parallel = check_max_parallel(max_parallel)
         self.no_verdict_score = float(no_verdict_score)
         self.components = tuple(components)
+        self.special_tokens = tuple(special_tokens)
         self.masked_rate = MaskedRate(name=f"deepgym/{getattr(env, 'name', 'rows')}")
 
     @property
@@ -100,7 +104,8 @@ class RowScorer:
         todo: list[tuple[int, Environment, str]] = []
         for i, (completion, row) in enumerate(zip(completions, rows, strict=True)):
             try:  # the code is taken out here, once; only the code is sent
-                todo.append((i, self.route(i, row), completion_to_code(completion, i)))
+                todo.append((i, self.route(i, row),
+                             completion_to_code(completion, i, self.special_tokens)))
             except (TypeError, ValueError) as exc:
                 out[i] = exc if isinstance(exc, ValueError) else ValueError(str(exc))
         if todo:
@@ -129,11 +134,28 @@ class RowScorer:
         return fields
 
 
+def special_tokens_of(tokenizer: str) -> tuple[str, ...]:
+    """Every special token of the Hugging Face tokenizer at ``tokenizer`` (a local folder, or a
+    name in the local cache), added ones included; ValueError naming it when it cannot load."""
+    try:
+        from transformers import AutoTokenizer
+    except ImportError:
+        raise ValueError("reading a tokenizer's special tokens needs transformers "
+                         "(pip install 'deepgym_ray[trl]')") from None
+    try:
+        loaded = AutoTokenizer.from_pretrained(tokenizer)
+    except (OSError, ValueError) as exc:
+        raise ValueError(f"cannot load the tokenizer {tokenizer!r}: {exc}") from None
+    added = [t.content for t in loaded.added_tokens_decoder.values() if t.special]
+    return tuple(dict.fromkeys([*loaded.all_special_tokens, *added]))
+
+
 def row_scorer(env: Any = None, *, mixed: str | None = None, config: str | None = None,
-               **options: Any) -> RowScorer:
+               tokenizer: str | None = None, **options: Any) -> RowScorer:
     """A RowScorer from a service's or a trainer's settings: the mixture file ``mixed`` (its
     environments, and its DeepGymConfig) or ``env``; the DeepGymConfig file ``config``, when
-    given, overrides the mixture's. ``options`` go to RowScorer."""
+    given, overrides the mixture's; ``tokenizer`` names the model's tokenizer, whose special
+    tokens are dropped around answers. ``options`` go to RowScorer."""
     from pathlib import Path
 
     from deepgym_ray.client import DeepGym
@@ -148,4 +170,6 @@ def row_scorer(env: Any = None, *, mixed: str | None = None, config: str | None 
     if config is not None:
         client_config = DeepGymConfig.from_yaml(config)
     client = None if client_config is None else DeepGym(config=client_config)
+    if tokenizer is not None:
+        options["special_tokens"] = special_tokens_of(tokenizer)
     return RowScorer(env, client, **options)

@@ -9,8 +9,15 @@ Endpoints (one deployment, ``RewardService``):
   sample per request); the answer is ``{"rewards": [...], "scores": [...], "extra_logs":
   {"has_verdict": [...]}}``. The label routes the sample (an environment's name, a suite member
   or a task id, by MixedEnvironment's rules as ``benchmark`` then ``task_id``) unless the service
-  has one environment. OpenRLHF has no notion of "no verdict": such a sample gets
+  has one environment; there a label naming another environment is refused (400), any other
+  label (a dataset's ground truth, say) is left alone. The response is what follows the
+  prompt's text in ``query``; OpenRLHF decodes with its special tokens, so the end-of-turn
+  token after the answer is dropped (the common chat templates' tokens, and the model's own
+  with ``--tokenizer``). OpenRLHF has no notion of "no verdict": such a sample gets
   ``no_verdict_score`` (a setting, default 0.0) and ``has_verdict`` 0 in ``extra_logs``.
+  A malformed request (lengths that differ, wrong types, a label that routes nowhere) gets
+  HTTP 400 with ``{"error": ...}`` saying what was wrong: OpenRLHF's client retries anything
+  else.
 - ``POST /score``: ``{"completions": [...], "env_name": NAME or [...], <other routing fields>}``
   -> ``{"rewards": [float or null], "has_verdict": [...], "error_type": [...], "env_name":
   [...]}``; ``rewards`` follow the reward contract (null where there is no verdict).
@@ -36,7 +43,8 @@ import time
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-__all__ = ["ServeSettings", "start_service"]
+__all__ = ["ServeSettings", "ServiceStopped", "service_problem", "start_service",
+           "watch_service"]
 
 logger = logging.getLogger(__name__)
 
@@ -45,7 +53,9 @@ APP_NAME = "deepgym-reward"
 
 class ServeSettings(BaseModel):
     """The service's settings (the ``serve`` command's options). ``start_timeout_s``: how long
-    a start may take for Ray Serve's proxies and the service's replica to come up."""
+    a start may take for Ray Serve's proxies and the service's replica to come up;
+    ``tokenizer``: the model's tokenizer (a local folder), whose special tokens are dropped
+    around each response besides the common chat templates' ones."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -59,6 +69,7 @@ class ServeSettings(BaseModel):
     batch_wait_timeout_s: float = Field(default=0.01, ge=0)
     max_parallel: int = Field(default=64, ge=1)
     start_timeout_s: float = Field(default=600.0, gt=0)
+    tokenizer: str | None = None
 
     @model_validator(mode="after")
     def _one_source(self) -> ServeSettings:
@@ -101,9 +112,67 @@ def start_service(settings: ServeSettings, *, blocking: bool = False) -> str:
         pass
     _wait_until_serving(deadline, settings.start_timeout_s)
     if blocking:
-        while True:  # until Ctrl-C, as serve.run(blocking=True) does
-            time.sleep(10)
+        watch_service(settings)
     return f"http://{settings.host}:{settings.port}"
+
+
+class ServiceStopped(RuntimeError):
+    """The service stopped serving while its command was still running."""
+
+
+def watch_service(settings: ServeSettings, *, interval_s: float = 5.0, strikes: int = 3) -> None:
+    """Block while the service serves; raise :class:`ServiceStopped`, saying why, once it has
+    failed ``strikes`` checks in a row (its port refuses connections, its application or a
+    proxy is not running, or Serve's controller does not answer). Ctrl-C ends it as usual.
+
+    Without it the command outlived its listener: on a starved machine Serve's proxy and
+    controller exited and the command went on holding a port that refused every connection.
+    """
+    failed = 0
+    while True:
+        time.sleep(interval_s)
+        problem = service_problem(settings)
+        failed = failed + 1 if problem else 0
+        if problem:
+            logger.warning("the reward service: %s (check %d of %d)", problem, failed, strikes)
+        if failed >= strikes:
+            raise ServiceStopped(f"the reward service stopped serving: {problem}")
+
+
+def service_problem(settings: ServeSettings, timeout_s: float = 30.0) -> str | None:
+    """What is wrong with the running service, or None when it serves."""
+    import socket
+    import threading
+
+    host = "127.0.0.1" if settings.host in ("0.0.0.0", "::", "") else settings.host
+    try:
+        socket.create_connection((host, settings.port), timeout=timeout_s).close()
+    except OSError as exc:
+        return f"port {settings.port} refuses connections ({exc})"
+    answer: list = []
+
+    def ask() -> None:  # a dead controller can leave the call waiting: bounded below
+        from ray import serve
+
+        try:
+            answer.append(serve.status())
+        except Exception as exc:  # any failure to answer is the finding
+            answer.append(exc)
+
+    thread = threading.Thread(target=ask, name="deepgym-serve-status", daemon=True)
+    thread.start()
+    thread.join(timeout_s)
+    if not answer:
+        return f"Ray Serve's controller did not answer within {timeout_s:g} s"
+    if isinstance(answer[0], Exception):
+        return f"Ray Serve's status failed: {type(answer[0]).__name__}: {answer[0]}"
+    app = answer[0].applications.get(APP_NAME)
+    if app is None or app.status != "RUNNING":
+        return f"its application is {app.status if app else 'not deployed'}"
+    proxies = sorted(getattr(p, "value", p) for p in answer[0].proxies.values())
+    if set(proxies) != {"HEALTHY"}:
+        return f"its proxies are {proxies or 'gone'}"
+    return None
 
 
 def _wait_until_serving(deadline: float, limit: float) -> None:

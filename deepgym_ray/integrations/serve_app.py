@@ -33,14 +33,19 @@ def _build_scorer(settings: ServeSettings) -> Any:
         envs = resolve_environments(settings.env)
         env = envs[0] if len(envs) == 1 else mixture_of([settings.env])
     return row_scorer(env, mixed=settings.mixed, config=settings.config,
-                      max_parallel=settings.max_parallel,
+                      tokenizer=settings.tokenizer, max_parallel=settings.max_parallel,
                       no_verdict_score=settings.no_verdict_score)
 
 
 def _response_of(query: str, prompt: str | None) -> str:
-    """The model's response inside OpenRLHF's ``query`` (the prompt and the response)."""
-    if prompt and query.startswith(prompt):
-        return query[len(prompt):]
+    """The model's response inside OpenRLHF's ``query``: OpenRLHF decodes the prompt's tokens
+    and the response's together, special tokens included (left padding first, in 0.9), so the
+    response is what follows the prompt's text. Where the prompt's text does not come back
+    as it was sent, the whole query: the answer's fenced block is still its last one."""
+    if prompt:
+        at = query.find(prompt)
+        if at >= 0:
+            return query[at + len(prompt):]
     return query
 
 
@@ -50,16 +55,39 @@ def _label_row(label: Any) -> dict[str, Any]:
     return {"benchmark": label, "task_id": label}
 
 
+class BadRequest(ValueError):
+    """A request the service refuses with HTTP 400."""
+
+
 def _as_list(value: Any, n: int, key: str) -> list[Any]:
     if isinstance(value, list):
         if len(value) != n:
-            raise ValueError(f"{key!r} has {len(value)} values for {n} completions")
+            raise BadRequest(f"{key!r} has {len(value)} values for {n} completions")
         return value
     return [value] * n
 
 
-class BadRequest(ValueError):
-    """A request the service refuses with HTTP 400."""
+def _served_names(settings: ServeSettings) -> frozenset[str] | None:
+    """The names a label may give on a one-environment service (None for a mixture, which
+    routes by label): the environment's (or suite's and its members')."""
+    if settings.env is None:
+        return None
+    from deepgym_ray.envs import resolve_environments
+
+    return frozenset([settings.env, *(e.name for e in resolve_environments(settings.env))])
+
+
+def _other_environment(label: Any, served: frozenset[str]) -> str | None:
+    """The environment a label names when it is not this service's (else None): a label that
+    is the dataset's ground truth is left alone, one naming another environment is refused."""
+    from deepgym_ray.envs import builtin_names
+    from deepgym_ray.suites import list_suites
+
+    name = label.get("env_name") if isinstance(label, dict) else label
+    if not isinstance(name, str) or name in served:
+        return None
+    return name if name in builtin_names() or name in list_suites() \
+        or isinstance(label, dict) else None
 
 
 class RewardService:
@@ -68,6 +96,7 @@ class RewardService:
     def __init__(self, settings: ServeSettings) -> None:
         self.settings = settings
         self.scorer = _build_scorer(settings)
+        self.served = _served_names(settings)
         self.batch_sizes: collections.Counter[int] = collections.Counter()
         self._score_batch.set_max_batch_size(settings.max_batch_size)
         self._score_batch.set_batch_wait_timeout_s(settings.batch_wait_timeout_s)
@@ -96,6 +125,16 @@ class RewardService:
         n = len(queries)
         prompts = _as_list(prompts, n, "prompts") if prompts is not None else [None] * n
         labels = _as_list(labels, n, "labels") if labels is not None else [None] * n
+        for i, prompt in enumerate(prompts):
+            if prompt is not None and not isinstance(prompt, str):
+                raise BadRequest(f"'prompts'[{i}] must be a string, got "
+                                 f"{type(prompt).__name__}")
+        if self.served is not None:
+            for i, label in enumerate(labels):
+                other = _other_environment(label, self.served)
+                if other is not None:
+                    raise BadRequest(f"'labels'[{i}] names {other!r}, but this service scores "
+                                     f"{self.settings.env!r} only")
         completions = [_response_of(q, p) for q, p in zip(queries, prompts, strict=True)]
         fields = await self._score(completions, [_label_row(label) for label in labels])
         rewards = [f["score"] for f in fields]

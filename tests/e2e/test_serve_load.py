@@ -40,6 +40,7 @@ class Service(NamedTuple):
     url: str
     pool: Any  # the VerifierPool the service scores on
     runs: list[str]  # the applications Ray's own serve.run ran during the start
+    settings: Any  # the service's ServeSettings
 
 
 @pytest.fixture(scope="module")
@@ -75,7 +76,7 @@ def service(ray_local, tmp_path_factory):
             patch.setattr(serve_client, "HTTP_PROXY_TIMEOUT", 0.01)
             patch.setattr(serve, "run", counted_run)
             url = start_service(settings)
-        yield Service(url, pool, runs)
+        yield Service(url, pool, runs, settings)
     finally:
         serve.shutdown()
         pool.shutdown()
@@ -186,3 +187,122 @@ def test_plain_endpoint_and_bad_requests(service):
     assert unknown[0] == 400 and "no_such_env" in unknown[1]["error"]
     assert not_list[0] == 400 and "completions" in not_list[1]["error"]
 
+
+
+# OpenRLHF's side, as its source does it (0.11: ``SingleTurnAgentExecutor``; 0.9:
+# ``request_api_wrapper`` with the experience maker's batch): the query is the prompt's tokens
+# and the response's decoded together with skip_special_tokens=False, so the end-of-turn token
+# follows the answer (and 0.9's batch adds left and right padding); the labels are the
+# dataset's; a status other than 2xx is retried (aiohttp, 5 tries) or raised (requests).
+
+
+@pytest.fixture(scope="module")
+def chat_tokenizer(tmp_path_factory):
+    pytest.importorskip("transformers")
+    from transformers import AutoTokenizer
+
+    from deepgym_ray.integrations.tiny import build_tiny_model
+
+    path = build_tiny_model(tmp_path_factory.mktemp("tokenizer"), hidden_size=8, num_layers=1)
+    return AutoTokenizer.from_pretrained(path)
+
+
+def _openrlhf_query(tokenizer, task: str, response: str, padding: int = 0) -> tuple[str, str]:
+    """(query, prompt) as OpenRLHF builds them for one sample."""
+    prompt = tokenizer.apply_chat_template([{"role": "user", "content": task}], tokenize=False,
+                                           add_generation_prompt=True)
+    prompt_ids = tokenizer(prompt, add_special_tokens=False)["input_ids"]
+    action_ids = tokenizer(response, add_special_tokens=False)["input_ids"] \
+        + [tokenizer.eos_token_id]
+    pad = [tokenizer.pad_token_id] * padding
+    return tokenizer.decode(pad + prompt_ids + action_ids + pad, skip_special_tokens=False), prompt
+
+
+async def _openrlhf_011_post(url: str, payload: dict) -> dict:
+    timeout = aiohttp.ClientTimeout(total=180)
+    for _ in range(5):
+        try:
+            async with aiohttp.ClientSession(timeout=timeout) as session, \
+                    session.post(url, json=payload) as response:
+                response.raise_for_status()
+                return await response.json()
+        except aiohttp.ClientError:
+            await asyncio.sleep(1)
+    raise RuntimeError("the reward service failed 5 times")
+
+
+def _openrlhf_09_post(url: str, payload: dict) -> list:
+    import requests
+
+    response = requests.post(url=url, json=payload,
+                             headers={"Content-Type": "application/json"}, timeout=180)
+    response.raise_for_status()
+    return response.json()["rewards"]
+
+
+def _answers(env) -> tuple[str, str]:
+    right = f"Here is my solution.\n```python\n{env.reference_solution}\n```"
+    wrong = "```python\ndef coin_change(coins, amount):\n    return None\n```"
+    return right, wrong
+
+
+def test_openrlhf_011_single_samples_with_special_tokens_score_right(service, chat_tokenizer):
+    coin = load_environment("coin_change")
+    right, wrong = _answers(coin)
+    scored = []
+    for response in (right, wrong):
+        query, prompt = _openrlhf_query(chat_tokenizer, coin.task, response)
+        assert query.endswith("```<|im_end|>")  # what made every right answer a 0
+        scored.append(asyncio.run(_openrlhf_011_post(
+            f"{service.url}/get_reward",
+            {"query": [query], "prompts": [prompt], "labels": ["coin_change"]})))
+    assert [r["rewards"] for r in scored] == [[1.0], [0.0]], scored
+    assert [r["extra_logs"]["has_verdict"] for r in scored] == [[1.0], [1.0]]
+
+
+def test_openrlhf_09_batches_with_padding_score_right(service, chat_tokenizer):
+    coin, fib = load_environment("coin_change"), load_environment("fibonacci_mod")
+    samples = [(coin, _answers(coin)[0], 1.0), (coin, _answers(coin)[1], 0.0),
+               (fib, f"```python\n{fib.reference_solution}\n```", 1.0),
+               (fib, "def fib_mod(n, m):\n    return None\n", 0.0)]
+    queries, prompts = zip(*(_openrlhf_query(chat_tokenizer, env.task, response, padding=2)
+                             for env, response, _ in samples), strict=True)
+    rewards = _openrlhf_09_post(f"{service.url}/get_reward", {
+        "query": list(queries), "prompts": list(prompts),
+        "labels": [env.name for env, _, _ in samples]})
+    assert rewards == [want for _, _, want in samples]
+
+
+def test_malformed_openrlhf_requests_are_refused_with_400(service):
+    import requests
+
+    url = f"{service.url}/get_reward"
+    bad = {
+        "labels": {"query": ["a", "b"], "prompts": ["", ""], "labels": ["coin_change"]},
+        "prompts": {"query": ["a"], "prompts": ["", ""], "labels": ["coin_change"]},
+        "'prompts'[0]": {"query": ["a"], "prompts": [3], "labels": ["coin_change"]},
+        "query": {"query": "a", "labels": ["coin_change"]},
+        "no_such_env": {"query": ["a"], "prompts": [""], "labels": ["no_such_env"]},
+    }
+    for named, body in bad.items():
+        response = requests.post(url, json=body, timeout=60)
+        assert response.status_code == 400, (named, response.status_code, response.text)
+        assert named in response.json()["error"], (named, response.json())
+
+
+def test_a_service_whose_application_is_gone_is_found_out(service):
+    """(Last in the module: it removes the service's application.)"""
+    from ray import serve
+
+    from deepgym_ray.integrations.serve import (
+        APP_NAME,
+        ServiceStopped,
+        service_problem,
+        watch_service,
+    )
+
+    assert service_problem(service.settings) is None
+    serve.delete(APP_NAME)
+    assert "not deployed" in (service_problem(service.settings) or "")
+    with pytest.raises(ServiceStopped, match="stopped serving"):
+        watch_service(service.settings, interval_s=0.01, strikes=2)
