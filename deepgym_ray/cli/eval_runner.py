@@ -115,9 +115,10 @@ def solution_jobs(envs: Sequence[Environment], path: str | Path) -> list[Job]:
                                          f"{len(envs)} environments")
             env = single
         else:
-            env = by_name.get(line.task_id)
-            if env is None and not is_code and isinstance(answer, str):
-                # A suite's own sample format (HumanEval/3: prompt + completion) comes first.
+            env = None
+            if not is_code and isinstance(answer, str):
+                # A suite's own sample format (HumanEval/3: the prompt and the completion)
+                # comes first, whatever the id's case.
                 try:
                     native = sample_to_task(line.task_id, answer)
                 except ValueError as exc:
@@ -125,7 +126,7 @@ def solution_jobs(envs: Sequence[Environment], path: str | Path) -> list[Job]:
                 if native is not None and native[0] in by_name:
                     env, answer, is_code = by_name[native[0]], native[1], True
             if env is None:
-                env = by_lower.get(line.task_id.lower())
+                env = by_name.get(line.task_id) or by_lower.get(line.task_id.lower())
             if env is None:
                 close = difflib.get_close_matches(line.task_id, list(by_name), n=3, cutoff=0.6)
                 hint = f" (close: {', '.join(close)})" if close else ""

