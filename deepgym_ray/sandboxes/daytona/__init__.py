@@ -8,7 +8,9 @@ actor never leaks a paid sandbox for long. A provider keeps the sandboxes it mad
 each run one that no other run is using: a fresh work directory per run, the solution under a
 fresh uid, and the run's processes proven gone before the sandbox is used again (a sandbox
 whose cleanup is not proven, whose runs cannot be root, or that failed is deleted instead).
-Sandboxes are recreated when they die, expire or are evicted, and deleted on ``close``.
+Sandboxes are recreated when they die, expire or are evicted. One thrown away during a batch
+is deleted on a thread of its own; ``close`` deletes the rest and returns only once every
+sandbox the provider made is deleted, those threads' too (or raises naming what is left).
 
 A run's bounds. A sandbox serves one run at a time, so in the cloud its own cpu, memory and disk
 bound that run already; but they are shared with the judge (an answer that exhausts them takes
@@ -64,10 +66,9 @@ import secrets
 import threading
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
-from deepgym_ray.exceptions import RunCancelledError, SandboxError
+from deepgym_ray.exceptions import RunCancelledError, SandboxError, SandboxEvictedError
 from deepgym_ray.judge import JUDGE_FILES, RUNNER
 from deepgym_ray.models import Environment
 from deepgym_ray.sandboxes.base import (
@@ -80,12 +81,10 @@ from deepgym_ray.sandboxes.base import (
 from deepgym_ray.sandboxes.daytona import command as cmd
 from deepgym_ray.sandboxes.daytona import privilege
 from deepgym_ray.sandboxes.daytona.calls import bounded, translate
-from deepgym_ray.sandboxes.daytona.options import (
-    DaytonaOptions,
-    check_access,
-    load_sdk,
-    new_client,
-)
+from deepgym_ray.sandboxes.daytona.clients import SdkClients
+from deepgym_ray.sandboxes.daytona.handles import Remote, Run
+from deepgym_ray.sandboxes.daytona.options import DaytonaOptions, check_access, load_sdk
+from deepgym_ray.sandboxes.teardown import Teardown
 
 __all__ = ["DaytonaOptions", "DaytonaProvider"]
 
@@ -104,43 +103,6 @@ def _warn_once(message: str) -> None:
         logger.warning(message)
 
 
-@dataclass
-class _Remote:
-    """One Daytona sandbox this provider made; used by one run at a time."""
-
-    sdk: Any
-    key: tuple
-    home: str
-    root: privilege.RootAccess  # how its runs get root (its user is root, or sudo), if at all
-    memory_mb: int | None = None  # the sandbox's own memory
-    client_index: int = 0  # which of the provider's SDK clients it was made with
-    last_used: float = field(default_factory=time.monotonic)
-    runs: int = 0
-    judge_digest: str | None = None  # which judge files are in its judge directory
-    confinement: dict | None = None  # what its first run could apply (see in_sandbox)
-
-    @property
-    def as_root(self) -> bool:
-        return self.root.as_root
-
-    @property
-    def judge_dir(self) -> str:
-        return f"{self.home}/deepgym/judge"
-
-    @property
-    def id(self) -> str:
-        return str(self.sdk.id)
-
-
-@dataclass
-class _Run:
-    remote: _Remote
-    dir: str
-    uid: int | None
-    files: dict[str, bytes] = field(default_factory=dict)
-    reusable: bool = True  # False after a failure or an unproven cleanup: delete, not reuse
-
-
 class DaytonaProvider(SandboxProvider):
     """Judge runs in Daytona sandboxes (see the module docstring); options: DaytonaOptions."""
 
@@ -155,13 +117,13 @@ class DaytonaProvider(SandboxProvider):
 
     def __init__(self, **options: Any) -> None:
         self.options = DaytonaOptions(**options).resolved()
-        self._client: Any = None
-        self._clients: list[Any] = []  # SDK clients for sandboxes, each serving a few
-        self._clients_lock = threading.Lock()
-        self._client_load: list[int] = []  # sandboxes (made or being made) per client
+        self._sdk_clients = SdkClients(self.options)  # a few sandboxes per SDK client
         self._lock = threading.Lock()
-        self._idle: dict[tuple, list[_Remote]] = {}
-        self._remotes: dict[str, _Remote] = {}
+        self._idle: dict[tuple, list[Remote]] = {}
+        self._remotes: dict[str, Remote] = {}
+        #: This provider's label value, on every sandbox it makes (to find them by).
+        self.instance = secrets.token_hex(8)
+        self._teardown = Teardown()  # deletions on background threads, creations in flight
         self._closed = False
 
     # --- start-up checks -----------------------------------------------------------------
@@ -174,36 +136,7 @@ class DaytonaProvider(SandboxProvider):
 
     def client(self) -> Any:
         """The SDK client, made on first use."""
-        if self._client is None:
-            with self._lock:
-                if self._client is None:
-                    if not self.options.api_key:
-                        raise SandboxError("Daytona needs an API key: set DAYTONA_API_KEY")
-                    self._client = bounded(new_client, load_sdk(), self.options,
-                                           deadline=self.options.call_timeout,
-                                           what="connect to Daytona")
-        return self._client
-
-    def _client_for_new_sandbox(self) -> int:
-        """The index of the SDK client a new sandbox is made with (see ``new_client``)."""
-        with self._clients_lock:  # made here, once per few sandboxes: never seen half-made
-            with self._lock:
-                index = next((i for i, load in enumerate(self._client_load)
-                              if load < self.options.sandboxes_per_client), None)
-                if index is not None:
-                    self._client_load[index] += 1
-                    return index
-            client = self.client() if not self._clients else bounded(
-                new_client, load_sdk(), self.options, deadline=self.options.call_timeout,
-                what="connect to Daytona")
-            with self._lock:
-                self._clients.append(client)
-                self._client_load.append(1)
-                return len(self._clients) - 1
-
-    def _release_client(self, index: int) -> None:
-        with self._lock:
-            self._client_load[index] -= 1
+        return self._sdk_clients.first()
 
     # --- sandboxes -------------------------------------------------------------------------
 
@@ -212,11 +145,11 @@ class DaytonaProvider(SandboxProvider):
         image = env.image or o.image
         return (image, None if image else o.snapshot, o.cpu, o.memory, o.disk)
 
-    def _acquire(self, env: Environment) -> _Remote:
+    def _acquire(self, env: Environment) -> Remote:
         key = self._spec(env)
         # Reuse only well inside the auto-stop interval: a stopped sandbox would fail the run.
         fresh_for = self.options.auto_stop_minutes * 60 * 0.8
-        stale: list[_Remote] = []
+        stale: list[Remote] = []
         with self._lock:
             if self._closed:
                 raise SandboxError("the Daytona provider is closed")
@@ -230,12 +163,16 @@ class DaytonaProvider(SandboxProvider):
                 remote = None
         for old in stale:
             self._discard(old, "idle too long")
-        return remote or self._create_remote(key)
+        if remote is not None:
+            return remote
+        with self._teardown.creating():  # close waits for it
+            return self._create_remote(key)
 
-    def _create_remote(self, key: tuple) -> _Remote:
+    def _create_remote(self, key: tuple) -> Remote:
         sdk, o = load_sdk(), self.options
         image, snapshot, cpu, memory, disk = key
-        common = dict(language="python", network_block_all=True, labels={"deepgym": "judge"},
+        common = dict(language="python", network_block_all=True,
+                      labels={"deepgym": "judge", "deepgym.instance": self.instance},
                       auto_stop_interval=o.auto_stop_minutes,
                       auto_delete_interval=o.auto_delete_minutes)
         if image:
@@ -243,12 +180,12 @@ class DaytonaProvider(SandboxProvider):
             params = sdk.CreateSandboxFromImageParams(image=image, resources=resources, **common)
         else:
             params = sdk.CreateSandboxFromSnapshotParams(snapshot=snapshot, **common)
-        index = self._client_for_new_sandbox()
+        index = self._sdk_clients.take()
         try:
-            box = bounded(self._clients[index].create, params, timeout=o.create_timeout,
+            box = bounded(self._sdk_clients.get(index).create, params, timeout=o.create_timeout,
                           deadline=o.create_timeout + 5, what="create a sandbox")
         except SandboxError:
-            self._release_client(index)
+            self._sdk_clients.release(index)
             raise
         try:
             home = bounded(box.get_user_home_dir, deadline=o.call_timeout,
@@ -259,34 +196,48 @@ class DaytonaProvider(SandboxProvider):
             root = privilege.RootAccess() if user == "root" else privilege.probe(
                 box, o.call_timeout)
         except SandboxError:
-            self._release_client(index)
+            self._sdk_clients.release(index)
             self._delete(box)
             raise
         memory = getattr(box, "memory", None)
-        remote = _Remote(sdk=box, key=key, home=str(home).rstrip("/"), client_index=index,
-                         root=root,
-                         memory_mb=int(memory * 1024) if isinstance(memory, (int, float))
-                         and memory > 0 else None)
+        remote = Remote(sdk=box, key=key, home=str(home).rstrip("/"), client_index=index,
+                        root=root,
+                        memory_mb=int(memory * 1024) if isinstance(memory, (int, float))
+                        and memory > 0 else None)
         with self._lock:
-            self._remotes[remote.id] = remote
+            closed = self._closed
+            if not closed:
+                self._remotes[remote.id] = remote
+        if closed:  # close ran while it was made: it is this thread's to delete
+            self._sdk_clients.release(index)
+            self._delete(box)
+            raise SandboxError("the Daytona provider was closed while a sandbox was made")
         if not remote.as_root:
             _warn_once(privilege.weaker_warning(user, root.why_not))
         return remote
 
-    def _delete(self, box: Any) -> None:
+    def _delete(self, box: Any) -> str | None:
+        """Delete a sandbox: None once it is gone (or was already), else why not (logged;
+        ``close`` tries once more, and auto-delete removes it in the end)."""
         try:
             bounded(box.delete, timeout=self.options.call_timeout,
                     deadline=self.options.call_timeout + 5, what="delete a sandbox",
                     sandbox_id=box.id)
-        except SandboxError as exc:  # auto-delete removes it later
+        except SandboxEvictedError:  # 404/410: gone already
+            return None
+        except SandboxError as exc:
             logger.warning("could not delete Daytona sandbox %s: %s", box.id, exc)
+            return f"{type(exc).__name__}: {exc}"
+        return None
 
-    def _discard(self, remote: _Remote, why: str) -> None:
+    def _discard(self, remote: Remote, why: str) -> None:
+        """Forget ``remote`` and delete it on a thread of its own (``close`` waits for it)."""
         logger.debug("deleting Daytona sandbox %s: %s", remote.id, why)
         with self._lock:
-            if self._remotes.pop(remote.id, None) is not None:
-                self._client_load[remote.client_index] -= 1
-        threading.Thread(target=self._delete, args=(remote.sdk,), daemon=True).start()
+            held = self._remotes.pop(remote.id, None) is not None
+        if held:
+            self._sdk_clients.release(remote.client_index)
+        self._teardown.spawn(remote.id, self._delete, remote.sdk)
 
     # --- the provider protocol -------------------------------------------------------------
 
@@ -294,18 +245,18 @@ class DaytonaProvider(SandboxProvider):
         remote = self._acquire(env)
         run_id = secrets.token_hex(8)
         uid = (1 << 20) + secrets.randbelow(1 << 29) if remote.as_root else None
-        run = _Run(remote=remote, dir=f"{remote.home}/deepgym/{run_id}", uid=uid)
+        run = Run(remote=remote, dir=f"{remote.home}/deepgym/{run_id}", uid=uid)
         return Sandbox(id=f"{remote.id}/{run_id}", provider=self.name, handle=run)
 
     def put_files(self, sandbox: Sandbox, files: Mapping[str, bytes]) -> None:
-        run: _Run = sandbox.handle
+        run: Run = sandbox.handle
         for name, content in files.items():
             rel = sandbox_path(name)
             run.files[str(rel)] = bytes(content)  # sent with the run: one upload per run
 
     def solution_launch(self, sandbox: Sandbox) -> dict:
         """The solution runs under the run's uid (when we are root) with resource limits."""
-        run: _Run = sandbox.handle
+        run: Run = sandbox.handle
         limits = {"as": self.options.solution_memory_mb * MB, "nproc": self.options.max_processes,
                   "fsize": 64 * MB, "nofile": 256, "core": 0}
         return {"launch": {"kind": "plain", "prefix": [], "python": None, "uid": run.uid,
@@ -313,7 +264,7 @@ class DaytonaProvider(SandboxProvider):
                 "solution_dir": cmd.solution_dir(run.dir),
                 "clean_marker": f"{run.dir}/{cmd.CLEAN_MARKER}"}
 
-    def run_memory_mb(self, remote: _Remote) -> int:
+    def run_memory_mb(self, remote: Remote) -> int:
         """The bound on all of a run's solution processes together in ``remote``."""
         own = self.options.solution_memory_mb
         if remote.memory_mb is None:
@@ -323,7 +274,7 @@ class DaytonaProvider(SandboxProvider):
     def run(self, sandbox: Sandbox, command: Sequence[str], *, timeout: float,
             stdin: bytes | None = None, env: Mapping[str, str] | None = None,
             cancel: CancelSignal | None = None) -> CommandResult:
-        run: _Run = sandbox.handle
+        run: Run = sandbox.handle
         remote, o = run.remote, self.options
         sdk = load_sdk()
         argv = list(command)
@@ -373,7 +324,7 @@ class DaytonaProvider(SandboxProvider):
                              stderr=cmd.strip_report(stderr), timed_out=timed_out,
                              duration=duration)
 
-    def _upload_and_run(self, remote: _Remote, uploads: list, digest: str, request: Any,
+    def _upload_and_run(self, remote: Remote, uploads: list, digest: str, request: Any,
                         timeout: float) -> Any:
         o = self.options
         try:
@@ -387,7 +338,7 @@ class DaytonaProvider(SandboxProvider):
         except BaseException as exc:  # noqa: B036
             raise translate(exc, "run the judge", remote.id) from exc
 
-    def _note_confinement(self, remote: _Remote, report: Mapping[str, Any]) -> None:
+    def _note_confinement(self, remote: Remote, report: Mapping[str, Any]) -> None:
         """Say once (per provider process and message) what confinement a sandbox lacks."""
         if remote.confinement is not None:
             return
@@ -397,7 +348,7 @@ class DaytonaProvider(SandboxProvider):
             _warn_once("Daytona sandbox confinement is weaker here: " + "; ".join(lost))
 
     def destroy(self, sandbox: Sandbox) -> None:
-        run: _Run = sandbox.handle
+        run: Run = sandbox.handle
         remote = run.remote
         remote.runs += 1
         if not (run.reusable and self.options.reuse):
@@ -411,18 +362,23 @@ class DaytonaProvider(SandboxProvider):
         self._discard(remote, "provider closed")
 
     def close(self) -> None:
-        """Delete every sandbox this provider made (in parallel, each call bounded)."""
+        """Delete every sandbox this provider made (in parallel, each call bounded) and return
+        once they are deleted: idle or in use, discarded earlier and still being deleted on a
+        background thread, or still being made. Raises SandboxError naming those it could
+        not delete (their auto-delete interval removes them in the end)."""
         with self._lock:
             self._closed = True
             remotes = list(self._remotes.values())
             self._remotes.clear()
             self._idle.clear()
-        threads = [threading.Thread(target=self._delete, args=(r.sdk,), daemon=True)
-                   for r in remotes]
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join(self.options.call_timeout + 10)
+        for remote in remotes:
+            self._teardown.spawn(remote.id, self._delete, remote.sdk)
+        o = self.options
+        # A creation in flight ends within its own bounds (create, then three calls).
+        left = self._teardown.finish(o.create_timeout + 3 * o.call_timeout + 20)
+        if left:
+            raise SandboxError("the Daytona provider could not delete its sandboxes: " + "; "
+                               .join(f"{sid} ({why})" for sid, why in sorted(left.items())))
 
     def live_sandboxes(self) -> list[str]:
         """The ids of the sandboxes this provider holds (idle or in use)."""

@@ -5,7 +5,11 @@ image. A run takes one (or starts one), sends the verifier, the solution and the
 to the agent inside it in one message (no ``docker exec``: the agent forks a runner from
 preloaded judge modules, like the local fork server), and gets the runner's output back, with
 the agent's proof that nothing of the run is left (``clean``). A container that is not clean,
-died, or stopped answering is removed and a new one takes its place.
+died, or stopped answering is removed and a new one takes its place. ``close`` returns once
+every container the provider made is removed (those removed on background threads after a
+failure and those still starting too), or raises naming the ones it could not remove; the
+containers of a process killed without ``close`` are left to the next provider's sweep of
+this host (``container.remove_stale``).
 
 Inside (see ``agent``): no network, memory, pids and CPU limits, a read-only root, tmpfs work
 areas, only the capabilities the agent needs, no new privileges; the verifier runs as one random
@@ -29,6 +33,7 @@ from __future__ import annotations
 
 import logging
 import os
+import secrets
 import socket
 import threading
 import time
@@ -55,14 +60,17 @@ from deepgym_ray.sandboxes.base import (
 )
 from deepgym_ray.sandboxes.docker import agent
 from deepgym_ray.sandboxes.docker.container import (
-    LABEL,
+    INSTANCE_LABEL,
     OWNER_LABEL,
     PATH,
     ContainerGone,
     ContainerSettings,
     WarmContainer,
+    remove_labelled,
     remove_quietly,
+    remove_stale,
 )
+from deepgym_ray.sandboxes.teardown import Teardown
 
 __all__ = ["DEFAULT_IMAGE", "DockerProvider"]
 
@@ -98,6 +106,14 @@ class _Run:
     files: dict[str, bytes] = field(default_factory=dict)
 
 
+def _remove_then_close(box: WarmContainer) -> str | None:
+    """Remove the container, then close the channel: a run blocked reading it sees it end
+    (a socket closed under a thread waiting on it would leave that thread waiting)."""
+    why = remove_quietly(box.api, box.id)
+    box.close()
+    return why
+
+
 def _owner() -> str:
     return f"{socket.gethostname()}:{os.getpid()}"
 
@@ -126,11 +142,15 @@ class DockerProvider(SandboxProvider):
                  max_files: int = 20000, warm_containers: int = 4, base_url: str | None = None,
                  api_timeout: float = 60.0, start_timeout: float = 60.0) -> None:
         self.image = image or os.environ.get("DEEPGYM_DOCKER_IMAGE") or DEFAULT_IMAGE
+        #: This provider's label value: ``close`` finds every container it made by it, even
+        #: one whose start was cut short before the provider kept a handle on it.
+        self.instance = secrets.token_hex(8)
         self.settings = ContainerSettings(memory_mb=memory_mb, pids_limit=pids_limit, cpus=cpus,
                                           read_only=read_only, tmpfs_mb=tmpfs_mb,
                                           tmpfs_files=max_files,
                                           start_timeout=start_timeout,
-                                          labels={OWNER_LABEL: _owner()})
+                                          labels={OWNER_LABEL: _owner(),
+                                                  INSTANCE_LABEL: self.instance})
         self.solution_limits = {"as": solution_memory_mb * MB, "nproc": max_processes,
                                 "fsize": max_file_mb * MB, "nofile": max_open_files,
                                 "core": 0}
@@ -143,6 +163,8 @@ class DockerProvider(SandboxProvider):
         self._idle: dict[str, list[WarmContainer]] = {}
         self._live: set[WarmContainer] = set()
         self._files = _judge_files()
+        self._teardown = Teardown()  # removals on background threads, starts in flight
+        self._started_any = False  # a container may exist: close lists them by label
         self._closed = False
 
     # --- the engine -------------------------------------------------------------------------
@@ -184,23 +206,8 @@ class DockerProvider(SandboxProvider):
         with self._lock:
             if self._api is None:
                 self._api = api
-                threading.Thread(target=self._remove_stale, args=(api,), daemon=True).start()
+                threading.Thread(target=remove_stale, args=(api,), daemon=True).start()
             return self._api
-
-    @staticmethod
-    def _remove_stale(api: Any) -> None:
-        """Remove containers of providers on this host whose process has died (an actor
-        killed without a chance to clean up leaves them stopped)."""
-        host = socket.gethostname()
-        try:
-            found = api.containers(all=True, filters={"label": f"{LABEL}=docker"})
-        except Exception:  # noqa: BLE001 - best effort; the next provider tries again
-            return
-        for item in found:
-            owner = (item.get("Labels") or {}).get(OWNER_LABEL, "")
-            name, _, pid = owner.rpartition(":")
-            if name == host and pid.isdigit() and not os.path.exists(f"/proc/{pid}"):
-                remove_quietly(api, item["Id"])
 
     def _engine_error(self, exc: BaseException, image: str | None = None) -> SandboxError:
         """The SandboxError that stands for an SDK or transport error."""
@@ -238,15 +245,22 @@ class DockerProvider(SandboxProvider):
                            box.diagnose().get("Status", "gone"))
             self._retire(box)
         api = self._client()
-        try:
-            box = WarmContainer.start(api, image, self.settings, self._files)
-        except ContainerGone as exc:
-            raise SandboxError(f"a container of {image!r} did not start its agent: {exc}") \
-                from exc
-        except Exception as exc:  # noqa: BLE001 - SDK and transport errors
-            raise self._engine_error(exc, image) from exc
-        with self._lock:
-            self._live.add(box)
+        self._started_any = True
+        with self._teardown.creating():  # close waits for this start to end
+            try:
+                box = WarmContainer.start(api, image, self.settings, self._files)
+            except ContainerGone as exc:
+                raise SandboxError(f"a container of {image!r} did not start its agent: "
+                                   f"{exc}") from exc
+            except Exception as exc:  # noqa: BLE001 - SDK and transport errors
+                raise self._engine_error(exc, image) from exc
+            with self._lock:
+                closed = self._closed
+                if not closed:
+                    self._live.add(box)
+            if closed:  # close ran while it started: it is this thread's to remove
+                box.remove()
+                raise SandboxError("the docker provider was closed while a container started")
         return box
 
     def _give_back(self, box: WarmContainer) -> None:
@@ -258,10 +272,12 @@ class DockerProvider(SandboxProvider):
         self._retire(box)
 
     def _retire(self, box: WarmContainer) -> None:
+        # Removed on a thread of its own (the run need not wait for the engine), which
+        # close() waits for.
         with self._lock:
             self._live.discard(box)
         box.close()
-        threading.Thread(target=remove_quietly, args=(box.api, box.id), daemon=True).start()
+        self._teardown.spawn(box.name, remove_quietly, box.api, box.id)
 
     # --- the provider protocol --------------------------------------------------------------
 
@@ -349,14 +365,23 @@ class DockerProvider(SandboxProvider):
         self._give_back(run.container)
 
     def close(self) -> None:
-        """Remove every container of this provider."""
+        """Remove every container of this provider (idle, in use, being removed after a
+        failure, or still starting) and return once they are gone; raises SandboxError
+        naming the containers it could not remove."""
         with self._lock:
             self._closed = True
             boxes = list(self._live)
             self._live.clear()
             self._idle.clear()
-        for box in boxes:
-            box.remove()
+            api = self._api
+        for box in boxes:  # a run in one sees its channel end, and has no verdict
+            self._teardown.spawn(box.name, _remove_then_close, box)
+        left = self._teardown.finish(self.api_timeout + self.settings.start_timeout)
+        if api is not None and self._started_any:  # and any it made that it kept no handle on
+            left.update(remove_labelled(api, self.instance))
+        if left:
+            raise SandboxError("the docker provider could not remove its containers: " + "; "
+                               .join(f"{name} ({why})" for name, why in sorted(left.items())))
 
     def containers(self) -> list[str]:
         """Names of this provider's live containers (for tests and diagnosis)."""

@@ -35,6 +35,7 @@ logger = logging.getLogger(__name__)
 
 LABEL = "deepgym.provider"
 OWNER_LABEL = "deepgym.owner"
+INSTANCE_LABEL = "deepgym.instance"  # which provider made it (see DockerProvider.instance)
 PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 # What the agent needs as root: own files and directories, become the two uids, kill their
 # processes. Nothing else (no raw sockets, no mounts, no ptrace, no IPC override).
@@ -242,15 +243,52 @@ class WarmContainer:
             except Exception:  # noqa: BLE001, S110 - already broken: nothing to release
                 pass
 
-    def remove(self) -> None:
+    def remove(self) -> str | None:
+        """Close the channel and remove the container: None once it is gone, else why not."""
         self.close()
-        remove_quietly(self.api, self.id)
+        return remove_quietly(self.api, self.id)
 
 
-def remove_quietly(api: Any, cid: str) -> None:
-    """Remove a container, whatever state it is in; log (do not raise) when that fails."""
+def remove_quietly(api: Any, cid: str) -> str | None:
+    """Remove a container, whatever state it is in (force: a running one is killed first;
+    the call returns once it is gone). None when it is gone (or was already); else why not,
+    also logged, never raised."""
     try:
         api.remove_container(cid, force=True)
     except Exception as exc:  # noqa: BLE001 - gone already, or the engine is away
-        if "No such container" not in str(exc) and "404" not in str(exc):
-            logger.warning("could not remove container %s: %s", cid[:12], exc)
+        if "No such container" in str(exc) or "404" in str(exc):
+            return None
+        logger.warning("could not remove container %s: %s", cid[:12], exc)
+        return f"{type(exc).__name__}: {str(exc)[:300]}"
+    return None
+
+
+def remove_stale(api: Any) -> None:
+    """Remove containers of providers on this host whose process has died: an actor killed
+    without a chance to close its provider (SIGKILL, a lost node's restart) leaves them
+    stopped, and only this sweep, run by the next provider on the host, takes them."""
+    host = socket.gethostname()
+    try:
+        found = api.containers(all=True, filters={"label": f"{LABEL}=docker"})
+    except Exception:  # noqa: BLE001 - best effort; the next provider tries again
+        return
+    for item in found:
+        owner = (item.get("Labels") or {}).get(OWNER_LABEL, "")
+        name, _, pid = owner.rpartition(":")
+        if name == host and pid.isdigit() and not os.path.exists(f"/proc/{pid}"):
+            remove_quietly(api, item["Id"])
+
+
+def remove_labelled(api: Any, instance: str) -> dict[str, str]:
+    """Remove every container of provider ``instance`` still there (one whose start failed
+    before a handle was kept, one whose removal failed before) and list again: name -> why
+    for each one left."""
+    wanted = {"label": f"{INSTANCE_LABEL}={instance}"}
+    try:
+        for item in api.containers(all=True, filters=wanted):
+            remove_quietly(api, item["Id"])
+        found = api.containers(all=True, filters=wanted)
+    except Exception as exc:  # noqa: BLE001 - the engine is away: nothing can be proven
+        return {"(listing)": f"cannot list the provider's containers: {exc}"}
+    return {(item.get("Names") or [item["Id"][:12]])[0].lstrip("/"):
+            "still there after its removal" for item in found}

@@ -1,0 +1,53 @@
+"""What the Daytona provider keeps per sandbox it made (:class:`Remote`) and per run (:class:`Run`).
+
+Example:
+    run = Run(remote=remote, dir=f"{remote.home}/deepgym/{run_id}", uid=None)
+    run.reusable   # True until the run fails or its cleanup is not proven
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from deepgym_ray.sandboxes.daytona import privilege
+
+__all__ = ["Remote", "Run"]
+
+
+@dataclass
+class Remote:
+    """One Daytona sandbox this provider made; used by one run at a time."""
+
+    sdk: Any
+    key: tuple
+    home: str
+    root: privilege.RootAccess  # how its runs get root (its user is root, or sudo), if at all
+    memory_mb: int | None = None  # the sandbox's own memory
+    client_index: int = 0  # which of the provider's SDK clients it was made with
+    last_used: float = field(default_factory=time.monotonic)
+    runs: int = 0
+    judge_digest: str | None = None  # which judge files are in its judge directory
+    confinement: dict | None = None  # what its first run could apply (see in_sandbox)
+
+    @property
+    def as_root(self) -> bool:
+        return self.root.as_root
+
+    @property
+    def judge_dir(self) -> str:
+        return f"{self.home}/deepgym/judge"
+
+    @property
+    def id(self) -> str:
+        return str(self.sdk.id)
+
+
+@dataclass
+class Run:
+    remote: Remote
+    dir: str
+    uid: int | None
+    files: dict[str, bytes] = field(default_factory=dict)
+    reusable: bool = True  # False after a failure or an unproven cleanup: delete, not reuse
