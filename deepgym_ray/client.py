@@ -62,6 +62,7 @@ class DeepGym:
             config = DeepGymConfig(**data)  # validated like any other settings
         self.config = config
         self.scorer = Scorer(config.mode, config.provider_options, provider)
+        self._on_pool = False  # scored on the Ray pool: close() releases it
         if provider is None and check:
             # A mode that cannot run here fails now, once, not on every run of a batch.
             from deepgym_ray.sandboxes import check_mode
@@ -77,8 +78,21 @@ class DeepGym:
         return self.scorer.provider
 
     def close(self) -> None:
-        """Release the provider (it is rebuilt if the client is used again)."""
-        self.scorer.close()
+        """Release the provider (it is rebuilt if the client is used again) and the Ray pool.
+
+        Returns once every sandbox the client's scoring made is deleted, or raises SandboxError
+        naming those that could not be. On the Ray pool: the last client of this process to
+        close stops a pool on the embedded Ray this process started (each actor deletes its
+        sandboxes before it is killed); a pool on a cluster that outlives this process is
+        detached, shared by every driver, and left running (see ``VerifierPool``)."""
+        try:
+            if self._on_pool:
+                from deepgym_ray.pool.verifier_pool import release_pools
+
+                self._on_pool = False
+                release_pools(self)
+        finally:
+            self.scorer.close()
 
     # --- scoring ----------------------------------------------------------------------------
 
@@ -183,6 +197,8 @@ class DeepGym:
         from deepgym_ray.pool import get_pool
 
         pool = get_pool(self)  # its scorer, its pool settings, its usual map width
+        pool.use(self)
+        self._on_pool = True
         return list(pool.map(list(envs), list(codes), limit, on_result=on_result,
                              chunk_size=chunk_size, code=True))
 

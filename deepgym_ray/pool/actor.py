@@ -45,6 +45,8 @@ __all__ = ["VerifierActor"]
 ENV_CACHE_SIZE = 256
 # Run intervals kept for stats (enough for the tests to rebuild the in-flight curve).
 RUN_LOG_SIZE = 10_000
+# Seconds a closing actor waits for its stopped runs to end (a cancelled run ends in seconds).
+CLOSE_RUNS_WAIT = 60.0
 
 
 # Seconds; runs span a few ms (a trivial verifier) to minutes (a suite's slowest).
@@ -109,13 +111,15 @@ class VerifierActor:
     never silently re-run by Ray on the same one.
     """
 
-    def __init__(self, scorer: Scorer, pool: str, index: int, actors: int, concurrency: int):
+    def __init__(self, scorer: Scorer, pool: str, index: int, actors: int, concurrency: int,
+                 creator: str | None = None):
         self._scorer = scorer
         self._manifest = {
             "pool": pool,
             "index": index,
             "actors": actors,
             "concurrency": concurrency,
+            "creator": creator,  # the VerifierPool that made it (it owns the pool)
             "node_id": ray.get_runtime_context().get_node_id(),
             "pid": os.getpid(),
             "scorer": scorer.label,
@@ -212,6 +216,21 @@ class VerifierActor:
             self._withdrawn += withdrawn
             self._stopped += stopped
         return withdrawn + stopped
+
+    @ray.method(concurrency_group="control")
+    def close(self) -> str | None:
+        """Stop for good, before the pool kills this actor: give up every run here (queued
+        ones dropped, running ones stopped, as for a given-up map; chunks that come later are
+        dropped), wait for them to end, and close the provider, which deletes every sandbox
+        it made before it returns (a kill alone runs no close: the sandboxes would outlive
+        the actor). Returns None, or what the provider could not delete."""
+        self._leases.cancel("")  # every lease key starts with ""
+        ended = self._leases.wait_idle(CLOSE_RUNS_WAIT)
+        try:
+            self._scorer.close()  # no run is left to build another provider after it
+        except Exception as exc:  # noqa: BLE001 - said to the caller, who names this actor
+            return f"{type(exc).__name__}: {exc}"
+        return None if ended else f"runs still going after {CLOSE_RUNS_WAIT:.0f}s"
 
     def _environment(self, key: str, refs: list[ray.ObjectRef]) -> Environment:
         with self._lock:

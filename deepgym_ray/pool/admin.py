@@ -117,16 +117,22 @@ def pool_status(namespace: str | None = None) -> list[PoolStatus]:
 
 
 def shutdown_pools(name: str | None = None, namespace: str | None = None) -> int:
-    """Kill the actors of pool ``name`` (every pool when None); returns how many."""
+    """Stop the actors of pool ``name`` (every pool when None); returns how many. Each actor
+    closes its provider (deleting every sandbox it made) before it is killed; an actor that
+    could not delete all of them is named in a warning."""
+    from deepgym_ray.pool.stopping import stop_actors
+
     ray = _join()
-    killed = 0
+    handles, names = [], []
     for (ns, pool, _), entries in _pool_actors(ray, namespace).items():
         if name is not None and pool != name:
             continue
         for entry in entries:
             try:
-                ray.kill(ray.get_actor(entry["name"], namespace=ns), no_restart=True)
-                killed += 1
+                handles.append(ray.get_actor(entry["name"], namespace=ns))
+                names.append(entry["name"])
             except ValueError:  # gone meanwhile
                 continue
-    return killed
+    for problem in stop_actors(ray, handles, names):
+        logger.warning("pool shutdown: %s", problem)
+    return len(handles)

@@ -29,7 +29,8 @@ from typing import Any
 
 from deepgym_ray.exceptions import DeepGymError
 
-__all__ = ["ClusterConnectionError", "cluster_address", "ensure_ray", "running_cluster"]
+__all__ = ["ClusterConnectionError", "cluster_address", "ensure_ray", "running_cluster",
+           "started_here"]
 
 logger = logging.getLogger(__name__)
 
@@ -157,6 +158,19 @@ def _auth_hint(exc: BaseException) -> ClusterConnectionError | None:
         "the Ray cluster refused this process's authentication: it runs with token "
         "authentication. Set RAY_AUTH_MODE=token and give the cluster's token (the file "
         "~/.ray/auth_token, or RAY_AUTH_TOKEN / RAY_AUTH_TOKEN_PATH).")
+
+
+def started_here() -> bool:
+    """Whether this process started the Ray instance it is connected to (an embedded one,
+    which ends with it), rather than joined a cluster that outlives it. Read from Ray's node
+    object (private, long-standing); False when that cannot be read."""
+    try:
+        import ray
+
+        node = ray._private.worker._global_node
+        return bool(ray.is_initialized() and node is not None and node.head)
+    except Exception:  # noqa: BLE001 - another Ray version: treat the cluster as joined
+        return False
 
 
 def ensure_ray(address: str | None = None, **init_kwargs: Any):

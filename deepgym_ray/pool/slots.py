@@ -95,6 +95,7 @@ class Leases:
     def __init__(self, workers: int, name: str = "leases") -> None:
         self._lock = threading.Lock()
         self._wake = threading.Condition(self._lock)
+        self._emptied = threading.Condition(self._lock)  # the last lease went (wait_idle)
         self._ready: collections.deque[_Ready] = collections.deque()
         self._idle = 0
         self._leases: dict[str, _Lease] = {}
@@ -162,6 +163,8 @@ class Leases:
             self._let_start(key, lease, *lease.queue.popleft())
         elif not lease.running and not lease.queue:
             del self._leases[key]
+            if not self._leases:
+                self._emptied.notify_all()
 
     def cancel(self, prefix: str) -> tuple[int, int]:
         """Give up on every lease whose key starts with ``prefix``: its queued work is dropped
@@ -181,9 +184,16 @@ class Leases:
                     stopping.extend(lease.running)
                     if not lease.running:
                         del self._leases[key]
+            if not self._leases:
+                self._emptied.notify_all()
         for cancel in stopping:
             cancel.set()
         return dropped, len(stopping)
+
+    def wait_idle(self, timeout: float) -> bool:
+        """Wait (at most ``timeout`` seconds) until no lease has work here; True then."""
+        with self._lock:
+            return self._emptied.wait_for(lambda: not self._leases, timeout)
 
     def active(self) -> int:
         """Lease keys with work here now."""

@@ -8,6 +8,17 @@ asks for another sandbox under the same pool name gets its own actors, never ano
 Actor 0 records the pool's shape; a driver that finds the pool already there adopts that shape.
 The actors are spread over the nodes. :mod:`deepgym_ray.pool.admin` lists and stops pools.
 
+Lifetime. On a cluster that outlives this process (``ray start``, ``ray job submit``) pools
+are detached by design: they outlive the drivers that made them, shared by all, until
+``deepgym-ray pool shutdown`` (``admin``) stops them. On the embedded Ray instance this process
+started, the pool is this process's (if it made the actors: actor 0 records the token of the
+``VerifierPool`` that made it), and ``DeepGym.close`` of the last client here that scored on it
+stops it rather than leave it to the instance's end: each actor closes its provider, deleting
+every container or sandbox it made, before it is killed, and ``close`` returns after that (or
+raises naming what is left). Stopping is always that way (``shutdown``, ``shutdown_pools``): a
+kill alone would leave a Docker actor's containers behind. A client never closed (a trainer's
+reward function) leaves its pool to the end of the Ray instance.
+
 Example:
     from deepgym_ray import DeepGym, VerifierPool
     pool = VerifierPool(DeepGym("local"))
@@ -19,15 +30,18 @@ from __future__ import annotations
 
 import logging
 import threading
+import uuid
+import weakref
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from deepgym_ray.config import PoolConfig, check_max_parallel
+from deepgym_ray.exceptions import SandboxError
 from deepgym_ray.models import Environment, RunResult
-from deepgym_ray.pool.connect import ensure_ray
+from deepgym_ray.pool.connect import ensure_ray, started_here
 from deepgym_ray.scoring import Scorer
 
-__all__ = ["VerifierPool", "default_shape", "ensure_ray", "get_pool"]
+__all__ = ["VerifierPool", "default_shape", "ensure_ray", "get_pool", "release_pools"]
 
 logger = logging.getLogger(__name__)
 
@@ -114,6 +128,9 @@ class VerifierPool:
         self._lock = threading.Lock()
         self.actors: list[Any] = []
         self._ready: set[int] = set()  # actors that answered lately (map calls skip their ping)
+        self._token = uuid.uuid4().hex  # given to the actors this pool creates
+        self.owned = False  # its actors and Ray are this process's (see the module docstring)
+        self._users: weakref.WeakSet[Any] = weakref.WeakSet()  # clients scoring on it
         self._connect()
 
     # -- actors -------------------------------------------------------------------------------
@@ -139,8 +156,9 @@ class VerifierPool:
                 f"{self._start_timeout:.0f}s: "
                 f"does the cluster have {self.config.num_cpus_per_actor} CPU free for it?"
             ) from None
-        # Whoever created the pool first decided its shape; everyone adopts it.
+        # Whoever created the pool first decided its shape, and owns it; everyone adopts it.
         self.size, self.concurrency = manifest["actors"], manifest["concurrency"]
+        self.owned = manifest.get("creator") == self._token and started_here()
         if (self.size, self.concurrency) != (actors, concurrency):
             logger.info("pool %r already exists with %d actors x %d; using it as it is",
                         self.name, self.size, self.concurrency)
@@ -174,7 +192,7 @@ class VerifierPool:
             max_concurrency=concurrency,
             num_cpus=self.config.num_cpus_per_actor,
             scheduling_strategy="SPREAD",
-        ).remote(self.scorer, self.name, index, actors, concurrency)
+        ).remote(self.scorer, self.name, index, actors, concurrency, creator=self._token)
 
     def revive(self, index: int, stale: Any) -> Any:
         """A handle on actor ``index`` after it died for good (a new one if nobody made it)."""
@@ -256,18 +274,36 @@ class VerifierPool:
                 continue
         return out
 
-    def shutdown(self) -> None:
-        """Kill the pool's actors, for every driver that uses them."""
-        ray = self._ray
+    def use(self, client: Any) -> None:
+        """Note that ``client`` (a DeepGym) scores on this pool, until :meth:`release`."""
         with self._lock:
-            for actor in self.actors:
-                try:
-                    ray.kill(actor, no_restart=True)
-                except Exception as exc:  # already gone
-                    logger.debug("kill %s: %s", actor, exc)
-            self.actors = []
+            self._users.add(client)
+
+    def release(self, client: Any) -> None:
+        """``client`` is closed: when it was the last of this process's clients on a pool
+        this process owns, stop the pool (see the module docstring and :meth:`shutdown`)."""
+        with self._lock:
+            self._users.discard(client)
+            last = not self._users and bool(self.actors)
+        if last and self.owned:
+            self.shutdown()
+
+    def shutdown(self) -> None:
+        """Stop the pool's actors, for every driver that uses them: each closes its provider
+        first (every container or sandbox it made deleted), then it is killed. Returns once
+        that is done; raises SandboxError naming the actors that could not delete all theirs
+        (an actor already dead has nothing to close: what it left is its provider's sweep's)."""
+        from deepgym_ray.pool.stopping import stop_actors
+
+        with self._lock:
+            actors, self.actors = self.actors, []
             self._ready = set()
         _POOLS.pop(self._cache_key(), None)
+        names = [self.actor_name(i) for i in range(len(actors))]
+        problems = stop_actors(self._ray, actors, names)
+        if problems:
+            raise SandboxError(f"pool {self.name!r} stopped, but not everything its actors "
+                               f"made is deleted: {'; '.join(problems)}")
 
     def _cache_key(self) -> tuple[str, str, str, str]:
         return (self.namespace, self.name, self.scorer.key,
@@ -280,6 +316,15 @@ class VerifierPool:
 
 _POOLS: dict[tuple[str, str, str, str], VerifierPool] = {}
 _POOLS_LOCK = threading.Lock()
+
+
+def release_pools(client: Any) -> None:
+    """``client`` (a DeepGym) is closed: release it from every pool of this process it scored
+    on (stopping those it was the last user of, when this process started them)."""
+    with _POOLS_LOCK:
+        pools = [pool for pool in _POOLS.values() if client in pool._users]
+    for pool in pools:
+        pool.release(client)
 
 
 def get_pool(scorer: Any = None, config: PoolConfig | None = None) -> VerifierPool:
