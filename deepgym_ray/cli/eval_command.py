@@ -21,6 +21,7 @@ from deepgym_ray.cli.errors import EXIT_FAILED, EXIT_NO_VERDICT, EXIT_OK, BadInp
 from deepgym_ray.cli.options import (
     add_client_options,
     client_for,
+    k_values,
     load_target,
     positive_number,
     rate,
@@ -64,6 +65,9 @@ def add_parser(commands: Any) -> argparse.ArgumentParser:
     ev.add_argument("--no-progress", action="store_true", help="no progress bar")
     ev.add_argument("--json", action="store_true",
                     help="print the summary as JSON (nothing else on stdout)")
+    ev.add_argument("--k", type=k_values, metavar="K,K,...",
+                    help="the pass@k values to report, e.g. 1,10,100 (default: every k up to "
+                         "the fewest samples of a task); no verdict counts as failed")
     ev.add_argument("--fail-under", type=rate, metavar="RATE",
                     help="exit 1 when the pass rate (no verdict counts as failed) is under "
                          "RATE: 0.6 or 60%%")
@@ -190,7 +194,7 @@ def run(args: argparse.Namespace) -> int:
             raise
     labels = list(iter_labels(jobs))
     if args.json:
-        print(json.dumps(summary_dict(result, labels, target=args.target,
+        print(json.dumps(summary_dict(result, labels, ks=args.k, target=args.target,
                                       results_file=args.out), indent=2))
         return _exit_code(args, result)
     covered = len({job.env.name for job in jobs})
@@ -198,5 +202,5 @@ def run(args: argparse.Namespace) -> int:
     runs = f"{len(jobs)} run{'s' if len(jobs) != 1 else ''}"
     print(f"deepgym-ray eval {args.target}: {runs}{scope}"
           + (f", results in {args.out}" if args.out else ""))
-    print(format_summary(result, labels, show_failures=args.show_failures))
+    print(format_summary(result, labels, show_failures=args.show_failures, ks=args.k))
     return _exit_code(args, result)

@@ -45,6 +45,21 @@ def whole_number(text: str) -> int:
         raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
 
 
+def k_values(text: str) -> tuple[int, ...]:
+    """pass@k's k values: ``1,10,100``."""
+    values = []
+    for part in text.split(","):
+        try:
+            value = int(part)
+        except ValueError:
+            raise argparse.ArgumentTypeError(
+                f"{text!r} is not a list of whole numbers (1,10,100)") from None
+        if value < 1:
+            raise argparse.ArgumentTypeError(f"k must be at least 1, got {value}")
+        values.append(value)
+    return tuple(sorted(set(values)))
+
+
 def rate(text: str) -> float:
     """A pass rate: a fraction (0.6) or a percentage (60%)."""
     try:

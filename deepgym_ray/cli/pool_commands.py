@@ -14,6 +14,8 @@ import argparse
 import json
 from typing import Any
 
+from deepgym_ray.cli.errors import BadInput
+
 __all__ = ["add_parser", "cmd_pool"]
 
 
@@ -39,9 +41,17 @@ def cmd_pool(args: argparse.Namespace) -> int:
     from deepgym_ray.pool.admin import pool_status, shutdown_pools
 
     if args.pool_action == "shutdown":
-        killed = shutdown_pools(args.name, args.namespace)
+        if args.name is not None:  # a name that is not running is a mistake worth an exit code
+            running = sorted({p.name for p in pool_status(args.namespace)})
+            if args.name not in running:
+                raise BadInput(f"no pool named {args.name!r} is running"
+                               + (f" (running: {', '.join(running)})" if running else ""))
+        stopped = shutdown_pools(args.name, args.namespace)
+        if not stopped:
+            print("no verifier pool is running; nothing to stop")
+            return 0
         what = f"pool {args.name!r}" if args.name else "every pool"
-        print(f"stopped {killed} actors of {what}" if killed else f"no actor found for {what}")
+        print(f"stopped {stopped} actor{'s' if stopped != 1 else ''} of {what}")
         return 0
     pools = pool_status(args.namespace)
     if args.json:

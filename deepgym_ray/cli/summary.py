@@ -110,44 +110,63 @@ def _task_names(result: BatchResult) -> list[str]:
     return list(names) if names else ["task"] * result.total
 
 
-def _pass_at_k_lines(result: BatchResult) -> list[str]:
+def _pass_at_k_lines(result: BatchResult, ks: Sequence[int] | None = None) -> list[str]:
     samples = samples_by_task(_task_names(result), result.results)
-    if not samples or max(len(s) for s in samples.values()) < 2:
+    if not samples or (ks is None and max(len(s) for s in samples.values()) < 2):
         return []
-    values = _pass_at_k_shown(pass_at_k(samples))
     fewest = min(len(s) for s in samples.values())
+    values = pass_at_k(samples, ks) if ks else _pass_at_k_shown(pass_at_k(samples))
     shown = ", ".join(f"{key} {percent(value)}" for key, value in values.items())
+    beyond = [k for k in ks or () if k > fewest]
+    if beyond:  # asked for, but some task has fewer samples than k
+        shown = ", ".join(filter(None, [shown, *(f"pass@{k} needs {k} samples a task" for k
+                                                 in beyond)]))
     tasks = f"{len(samples)} task{'s' if len(samples) != 1 else ''}"
-    return [f"pass@k ({tasks}, {fewest}+ samples each; no verdict counts as "
-            f"failed): {shown}"]
+    return [f"pass@k ({tasks}, {fewest}+ sample{'s' if fewest != 1 else ''} each; no verdict "
+            f"counts as failed): {shown}"]
+
+
+MAX_ENVIRONMENT_ROWS = 40  # a longer per-environment table is in --json and --out
 
 
 def _breakdown_lines(result: BatchResult) -> list[str]:
+    """Per suite when there are several, and per environment (up to MAX_ENVIRONMENT_ROWS of
+    them) when there are several, each table only when its rows add runs up: one row per
+    run says nothing the lists below do not."""
     names = _task_names(result)
-    groups = [group_of(name) for name in names]
-    by_group = breakdown(groups, result.results)
-    # One row per run says nothing the lists below do not: show it when rows add runs up.
-    if len(by_group) < 2 or all(row["runs"] == 1 for row in by_group.values()):
-        return []
-    title = "By suite:" if len(set(names)) > len(by_group) else "By environment:"
-    width = max(len(name) for name in by_group)
-    return [title] + [
-        f"  {name:<{width}}  {row['passed']}/{row['runs']} passed ({percent(row['pass_rate'])}"
-        f"; judged {percent(row['judged_pass_rate'])}, {row['no_verdict']} no verdict)"
-        for name, row in by_group.items()
-    ]
+    lines: list[str] = []
+    by_suite = breakdown([group_of(name) for name in names], result.results)
+    by_env = breakdown(names, result.results)
+    if 2 <= len(by_suite) < len(by_env) and _adds_up(by_suite):
+        lines += ["By suite:", *_rows(by_suite)]
+    if 2 <= len(by_env) <= MAX_ENVIRONMENT_ROWS and _adds_up(by_env):
+        lines += ["By environment:", *_rows(by_env)]
+    return lines
 
 
-def summary_dict(result: EvalResult, labels: Sequence[str], **extra: Any) -> dict[str, Any]:
-    """The summary as plain data (``eval --json``): totals, pass@k, per environment and suite,
-    and each run without a verdict."""
+def _adds_up(table: dict[str, dict[str, Any]]) -> bool:
+    return any(row["runs"] > 1 for row in table.values())
+
+
+def _rows(table: dict[str, dict[str, Any]]) -> list[str]:
+    width = max(len(name) for name in table)
+    return [f"  {name:<{width}}  {row['passed']}/{row['runs']} passed "
+            f"({percent(row['pass_rate'])}; judged {percent(row['judged_pass_rate'])}, "
+            f"{row['no_verdict']} no verdict)" for name, row in table.items()]
+
+
+def summary_dict(result: EvalResult, labels: Sequence[str], ks: Sequence[int] | None = None,
+                 **extra: Any) -> dict[str, Any]:
+    """The summary as plain data (``eval --json``): totals, pass@k (for ``ks``, default every
+    k up to the fewest samples of a task), per environment and suite, and each run without a
+    verdict."""
     names = _task_names(result)
     data: dict[str, Any] = dict(extra)
     data.update({key: getattr(result, key) for key in (
         "total", "judged", "no_verdict", "passed", "failed", "pass_rate", "judged_pass_rate",
         "no_verdict_rate", "avg_score", "judged_avg_score")})
     data["duration"] = result.duration
-    data["pass_at_k"] = pass_at_k(samples_by_task(names, result.results))
+    data["pass_at_k"] = pass_at_k(samples_by_task(names, result.results), ks or None)
     data["by_environment"] = breakdown(names, result.results)
     data["by_suite"] = breakdown([group_of(n) for n in names], result.results)
     data["no_verdict_runs"] = [
@@ -157,16 +176,18 @@ def summary_dict(result: EvalResult, labels: Sequence[str], **extra: Any) -> dic
 
 
 def format_summary(
-    result: BatchResult, labels: Sequence[str], *, show_failures: bool = False
+    result: BatchResult, labels: Sequence[str], *, show_failures: bool = False,
+    ks: Sequence[int] | None = None,
 ) -> str:
     """The end-of-eval summary. ``labels[i]`` names ``result.results[i]`` (its task id);
-    pass@k shows when a task has several samples, the breakdown when there are several
-    environments or suites (an EvalResult's ``env_names``) and one of them has several runs."""
+    pass@k shows for ``ks`` (default: when a task has several samples, every k up to 10 and
+    round ones after), the breakdown when there are several environments or suites (an
+    EvalResult's ``env_names``)."""
     lines = [
         f"Runs: {result.total} (judged {result.judged}, no verdict {result.no_verdict})",
         pass_rate_line(result),
         _average_line(result),
-        *_pass_at_k_lines(result),
+        *_pass_at_k_lines(result, ks),
         *_breakdown_lines(result),
     ]
     pairs = list(zip(labels, result.results, strict=True))
