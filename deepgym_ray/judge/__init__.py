@@ -2,7 +2,9 @@
 
 In the sandbox (``JUDGE_FILES``, all side by side, importing each other by plain name):
 ``deepgym_runner.py`` (runs the verifier, reports one result over a channel the solution cannot
-write to), ``deepgym_solution.py`` (what verifiers import: ``load_solution``, ``run_solution``,
+write to), ``deepgym_guard.py`` (keeps the solution's code out of the runner's process),
+``deepgym_exits.py`` (the verifier's ways out of the runner's process, made exits it reports),
+``deepgym_solution.py`` (what verifiers import: ``load_solution``, ``run_solution``,
 ``solution_source``), ``deepgym_cases.py`` (case-by-case scoring for verifiers),
 ``deepgym_proxy.py`` (``load_solution`` and its connection to the solution process),
 ``deepgym_clock.py`` (a request's limits: the solution's CPU time and wall-clock bounds),
@@ -22,9 +24,10 @@ copied with the others for every run.
 
 Example:
     >>> sorted(sandbox_judge_files())  # doctest: +NORMALIZE_WHITESPACE
-    ['deepgym_cases.py', 'deepgym_clock.py', 'deepgym_proc.py', 'deepgym_proxy.py',
-     'deepgym_remote.py', 'deepgym_result.py', 'deepgym_runner.py', 'deepgym_solution.py',
-     'deepgym_spawn.py', 'deepgym_wire.py', 'deepgym_worker.py', 'deepgym_zyproc.py']
+    ['deepgym_cases.py', 'deepgym_clock.py', 'deepgym_exits.py', 'deepgym_guard.py',
+     'deepgym_proc.py', 'deepgym_proxy.py', 'deepgym_remote.py', 'deepgym_result.py',
+     'deepgym_runner.py', 'deepgym_solution.py', 'deepgym_spawn.py', 'deepgym_wire.py',
+     'deepgym_worker.py', 'deepgym_zyproc.py']
 """
 
 from __future__ import annotations
@@ -34,7 +37,8 @@ from pathlib import Path
 
 JUDGE_FILES = ("deepgym_runner.py", "deepgym_solution.py", "deepgym_proxy.py", "deepgym_spawn.py",
                "deepgym_proc.py", "deepgym_wire.py", "deepgym_worker.py", "deepgym_cases.py",
-               "deepgym_zyproc.py", "deepgym_remote.py", "deepgym_result.py", "deepgym_clock.py")
+               "deepgym_zyproc.py", "deepgym_remote.py", "deepgym_result.py", "deepgym_clock.py",
+               "deepgym_guard.py", "deepgym_exits.py")
 RUNNER = "deepgym_runner.py"
 
 

@@ -13,9 +13,10 @@ The three verifier shapes, told apart by parsing:
 
 Exit codes: 0 passed, 1 failed, 2 the verifier could not judge. The rules between a verifier's
 exit and its result (``deepgym_result.outcome``), the same for every shape:
-- a ``SystemExit`` (``sys.exit``, ``raise SystemExit``, and ``os._exit`` called in the runner's
-  main thread) ends any shape as it ends a script; its status is Python's (None 0, an int
-  itself, anything else 1);
+- a ``SystemExit`` (``sys.exit``, ``raise SystemExit``, and ``os._exit`` or a signal ending its
+  own process called in the runner's main thread, see ``deepgym_exits``) ends any shape as it
+  ends a script; its status is Python's (None 0, an int itself, anything else 1; a signal's
+  128 + its number);
 - any status other than 0 or 1 is the verifier's own error: exit 2, no verdict, before or after
   the answer came into play, whatever it printed (its printed ``details`` are kept);
 - exit 0 or 1 needs a result (what ``verify`` returned, or the last JSON line printed), else no
@@ -27,6 +28,10 @@ exit and its result (``deepgym_result.outcome``), the same for every shape:
   components) is the verifier's failure (no verdict, whenever it happened); what travels back
   is bounded (see ``deepgym_result``), the verdict never changed by it.
 
+The solution's code never runs in this process (``deepgym_guard``): a verifier that would run
+it here (``exec`` of its text, ``runpy``, a loader on its file) is stopped, and the run is the
+verifier's error (no verdict), its details naming ``load_solution`` as the fix.
+
 It runs the same whether started by exec or forked by the provider's warm fork server
 (``deepgym_forkserver.py``). With ``clean_marker`` in its config it creates that file once every
 solution process is known to be gone.
@@ -35,16 +40,18 @@ Example (what the host sends on stdin):
     {"token": "9f...", "verifier": "verifier.py", "solution": "solution.py", "timeout": 60, ...}
 """
 
+import contextlib
 import json
 import math
 import os
 import signal
 import sys
-import threading
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 try:  # on the host (shape detection, tests)
+    from deepgym_ray.judge import deepgym_guard
+    from deepgym_ray.judge.deepgym_exits import trap_exits
     from deepgym_ray.judge.deepgym_result import (
         Capture,
         VerifierFailed,
@@ -55,6 +62,8 @@ try:  # on the host (shape detection, tests)
 except ImportError:  # in a sandbox, or forked by the fork server: the judge files side by side
     if HERE not in sys.path:
         sys.path.insert(0, HERE)
+    import deepgym_guard
+    from deepgym_exits import trap_exits
     from deepgym_result import (  # noqa: I001 - the same names as above
         Capture,
         VerifierFailed,
@@ -68,11 +77,6 @@ __all__ = ["VerifierFailed", "detect_shape", "main", "normalise", "run_verifier"
 
 class _Deadline(BaseException):
     """The run's time limit; a BaseException so a verifier's ``except Exception`` cannot eat it."""
-
-
-class _OsExit(SystemExit):
-    """``os._exit`` called by the verifier in the runner's main thread: ended like
-    ``sys.exit`` instead, so the runner still reports (and kills the solution's processes)."""
 
 
 def _set_limits(limits):
@@ -200,26 +204,30 @@ def _install_import_guard(solution_path, load_solution):
     sys.meta_path.insert(0, _Finder)
 
 
-def run_verifier(source, shape, verifier_path, solution_path, tests_path, capture):
+def run_verifier(source, shape, verifier_path, solution_path, tests_path, capture, guard=None):
     """Run the verifier; returns (its result or None, its exit status, its exit message:
     None when it did not exit, else what ``SystemExit`` carried beyond a status, or "").
 
     A script's result is the last JSON line it printed; a module's or a body's is what
-    ``verify`` returned. A ``SystemExit`` (or ``os._exit``, see :func:`_trap_os_exit`) ends
+    ``verify`` returned. A ``SystemExit`` (or ``os._exit``, see ``deepgym_exits``) ends
     any shape as it ends a script: its exit status, and the last JSON line it printed.
     """
+    def code(text):  # the verifier's own source: not checked by the guard
+        with guard.trusted() if guard is not None else contextlib.nullcontext():
+            return compile(text, verifier_path, "exec")
+
     try:
         if shape == "script":
             sys.argv = [verifier_path, solution_path] + ([tests_path] if tests_path else [])
             namespace = {"__name__": "__main__", "__file__": verifier_path,
                          "__builtins__": __builtins__}
-            exec(compile(source, verifier_path, "exec"), namespace)
+            exec(code(source), namespace)
             return capture.printed_result(), 0, None
         if shape == "body":
             source = _as_function(source)
         namespace = {"__name__": "verifier", "__file__": verifier_path,
                      "__builtins__": __builtins__}
-        exec(compile(source, verifier_path, "exec"), namespace)
+        exec(code(source), namespace)
         return namespace["verify"](solution_path, tests_path), 0, None
     except SystemExit as exc:
         if getattr(exc, "_deepgym_origin", None):  # raised by the solution: its failure
@@ -231,23 +239,6 @@ def run_verifier(source, shape, verifier_path, solution_path, tests_path, captur
         except VerifierFailed:
             printed = None
         return printed, status, message
-
-
-def _trap_os_exit():
-    """Make ``os._exit`` in the runner's main thread a :class:`_OsExit`; returns the real one.
-
-    Elsewhere (another thread, a child the verifier forked) it is the real ``os._exit``: the
-    host reads a runner that exited 2 without a result as the verifier's exit 2.
-    """
-    real_exit, runner_pid, main_thread = os._exit, os.getpid(), threading.main_thread()
-
-    def _exit(code):
-        if os.getpid() == runner_pid and threading.current_thread() is main_thread:
-            raise _OsExit(code)
-        real_exit(code)
-
-    os._exit = _exit
-    return real_exit
 
 
 def _read_verifier(path):
@@ -289,8 +280,9 @@ class _Channel:
 
 
 def _load_judge(config, channel):
-    """Import the judge's modules, set up solution processes and the hooks that date the
-    solution's coming into play; returns (deepgym_spawn, verifier, solution, test cases)."""
+    """Import the judge's modules, set up solution processes, the hooks that date the
+    solution's coming into play and the guard that keeps its code out of this process; returns
+    (deepgym_spawn, the guard, verifier, solution, test cases)."""
     sys.path[:0] = [HERE, os.getcwd()]
     import deepgym_proxy
     import deepgym_spawn
@@ -304,6 +296,9 @@ def _load_judge(config, channel):
     tests_path = config.get("test_cases")
     tests_path = os.path.abspath(tests_path) if tests_path else None
     _install_in_play_hooks(solution_path, deepgym_spawn)
+    launch = config.get("launch") or {}
+    guard = deepgym_guard.install(solution_path, config.get("solution_dir"), launch.get("uid"),
+                                  verifier_path, tests_path)
     _install_import_guard(solution_path, deepgym_proxy.load_solution)
     if config.get("launch") and config.get("prewarm", True):
         try:
@@ -315,15 +310,16 @@ def _load_judge(config, channel):
                 deepgym_proxy.prewarm()
         except OSError:
             pass  # reported below when the verifier is read for real
-    return deepgym_spawn, verifier_path, solution_path, tests_path
+    return deepgym_spawn, guard, verifier_path, solution_path, tests_path
 
 
 def _on_deadline(signum, frame):
     raise _Deadline()
 
 
-def _verify(config, verifier_path, solution_path, tests_path, channel):
-    """Run the verifier under the run's deadline, its prints captured; the result dict."""
+def _verify(config, guard, verifier_path, solution_path, tests_path, channel):
+    """Run the verifier under the run's deadline, its prints captured; the result dict (the
+    verifier's error when the guard refused something, whatever the verifier did next)."""
     signal.signal(signal.SIGALRM, _on_deadline)
     signal.setitimer(signal.ITIMER_REAL, max(0.05, float(config.get("timeout", 60))))
     capture = Capture()
@@ -334,7 +330,7 @@ def _verify(config, verifier_path, solution_path, tests_path, channel):
         shape = config.get("shape") or detect_shape(source)
         result["shape"] = shape
         raw, status, message = run_verifier(source, shape, verifier_path, solution_path,
-                                            tests_path, capture)
+                                            tests_path, capture, guard)
         signal.setitimer(signal.ITIMER_REAL, 0)
         printed = shape == "script" or message is not None
         result.update(outcome(raw, status, message, capture, printed))
@@ -347,6 +343,10 @@ def _verify(config, verifier_path, solution_path, tests_path, channel):
         result = _failure(exc, channel.in_play, result.get("shape"))
     finally:
         sys.stdout = sys.__stdout__
+    refused = guard.refusal()
+    if refused is not None:
+        result = {"kind": "verifier_failed", "exit_code": 2, "error_type": "verifier_error",
+                  "score": 0.0, "passed": False, "details": refused, **_shape(result)}
     return result
 
 
@@ -357,10 +357,10 @@ def main():
     sys.stdin.close()
     _set_limits(config.get("limits"))
     channel = _Channel(real_out, config["token"])
-    spawn, verifier_path, solution_path, tests_path = _load_judge(config, channel)
+    spawn, guard, verifier_path, solution_path, tests_path = _load_judge(config, channel)
     timings = {"ready": time.monotonic() - channel.started, "cpu_ready": time.process_time()}
-    real_exit = _trap_os_exit()
-    result = _verify(config, verifier_path, solution_path, tests_path, channel)
+    real_exit = trap_exits()
+    result = _verify(config, guard, verifier_path, solution_path, tests_path, channel)
     timings["verified"] = time.monotonic() - channel.started
     timings["cpu_verified"] = time.process_time()
     if spawn.shutdown_all() and config.get("clean_marker"):

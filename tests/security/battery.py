@@ -3,7 +3,8 @@
 Alone: ``DeepGym(mode=..., backend="threads").run`` (for a neighbour attack, with an innocent
 right answer run at the same moment). In a batch: ``run_batch`` on the shared Ray pool, the
 attack between right answers that must each still score 1.0. Either way the attack must end
-as a judged 0 (a verdict, score 0) without ``run`` raising, a follow-up run must not profit
+as a judged 0 (a verdict, score 0) without ``run`` raising (or, for an attack whose
+``expect`` says so, as the verifier's error without a verdict), a follow-up run must not profit
 from it, and the host must be clean right after: no process of the run's sandbox uid, none of
 its directories, none of the files it tried to drop. Everything is checked and recorded
 before anything is cleaned up, and the cleanup (of this run's leftovers only) happens even when
@@ -22,6 +23,7 @@ from providers_under_test import ProviderCase, read_ledger, remove_tree
 
 from deepgym_ray.client import DeepGym
 from deepgym_ray.config import DeepGymConfig, PoolConfig
+from deepgym_ray.exceptions import VerifierError
 from deepgym_ray.models import RunResult
 
 BATCH_SLOTS = 4  # two actors x two runs: the attack and three right answers all at once
@@ -78,7 +80,7 @@ class Battery:
         if thread is not None:
             thread.join()
             self._expect_right(innocent, "the innocent concurrent right answer", problems)
-        self._expect_zero(attacked, "the attack", problems)
+        self._expect_end(attack, attacked, "the attack", problems)
         problems += self._host(start, attack, "after the attack's run")
         follow_up = attack.follow_up_code()
         if follow_up is not None:
@@ -100,7 +102,7 @@ class Battery:
         for i, result in enumerate(results):
             who = "the attack" if i == 1 else f"right answer #{i}"
             if i == 1:
-                self._expect_zero({"result": result}, who, problems)
+                self._expect_end(attack, {"result": result}, who, problems)
             else:
                 self._expect_right({"result": result}, who, problems)
         problems += self._host(start, attack, "after the batch")
@@ -119,6 +121,27 @@ class Battery:
             out["result"] = self.client.run(env, code)
         except Exception as exc:  # a raise is itself a finding: recorded, not propagated
             out["error"] = f"DeepGym.run raised {type(exc).__name__}: {str(exc)[:300]}"
+            out["raised"] = exc
+
+    @classmethod
+    def _expect_end(cls, attack: Attack, out: dict[str, Any], who: str,
+                    problems: list[str]) -> None:
+        """The attack ended as it must (``attack.expect``)."""
+        if attack.expect == "zero":
+            cls._expect_zero(out, who, problems)
+            return
+        raised, result = out.get("raised"), out.get("result")
+        if raised is not None:
+            ok = isinstance(raised, VerifierError) and "load_solution" in str(raised)
+            got = out["error"]
+        else:
+            ok = (result is not None and not result.has_verdict and not result.passed
+                  and result.error_type == "verifier_error" and result.score == 0.0
+                  and "load_solution" in str(result.details))
+            got = describe(result)
+        if not ok:
+            problems.append(f"{who}: expected the verifier's error naming load_solution, "
+                            f"got {got}")
 
     @staticmethod
     def _expect_zero(out: dict[str, Any], who: str, problems: list[str]) -> None:

@@ -100,6 +100,9 @@ class Attack:
     only if the attack outlived its run (it must be a judged 0 too). ``drops``: host paths the
     attack tries to create (they must not exist afterwards). ``right_timeout``: the right
     answers' run time, when it must outlast the attack's (default: ``timeout``).
+    ``expect``: how the attack must end, ``"zero"`` (a judged 0) or ``"verifier_error"`` (the
+    verifier's error without a verdict, naming ``load_solution``: what a verifier that runs the
+    solution's code in its own process gets).
     """
 
     name: str
@@ -115,11 +118,14 @@ class Attack:
     follow_up: str | None = None
     drops: tuple[str, ...] = ()
     right_timeout: float | None = None
+    expect: str = "zero"
 
     def __post_init__(self) -> None:
         unknown = set(self.tags) - TAGS
         if unknown or not self.tags:
             raise ValueError(f"attack {self.name!r}: unknown or no tags {sorted(unknown)}")
+        if self.expect not in ("zero", "verifier_error"):
+            raise ValueError(f"attack {self.name!r}: unknown expect {self.expect!r}")
         if "@SECRET@" in self.solution or "@SECRET@" in (self.follow_up or ""):
             raise ValueError(f"attack {self.name!r}: a solution may not be given the secret")
 

@@ -1,0 +1,330 @@
+"""Keeps the solution's code out of the runner's process (stdlib only).
+
+Whatever runs in the runner's process can take what the runner holds: its result channel and
+its token. So the solution's code runs only in solution processes (``load_solution``,
+``run_solution``), and a verifier that would run it here itself (``exec(open(path).read())``,
+``runpy.run_path``, a loader or an ``import`` of the file, a tree of its text compiled, a
+``.pyc`` the solution left) is refused by an audit hook, which nothing can remove. A refusal is
+raised where the code would have been made (:class:`SolutionCodeRefused`, a ``BaseException``,
+so ``except Exception`` does not hide it) and recorded: the runner then reports the verifier's
+error without a verdict, naming ``load_solution`` as the fix, whatever the verifier did next.
+
+What counts as the solution's code:
+- its files: the solution file, anything under the solution processes' directory, anything
+  owned by their uid; compiled, read as a ``.pyc``, run as a code object, imported (any import
+  while such a directory is on ``sys.path``) or loaded by ``ctypes``;
+- its text, in any source compiled here except the runner's own verifier, the judge's and the
+  standard library's files and files the host put in the work directory: all of the solution's
+  text (line ends and indentation aside), two consecutive lines of it, or one line of at least
+  ``LONG_LINE`` characters (lines the verifier's own source or test cases hold, imports and
+  bare keywords do not count);
+- a tree (``ast``) compiled to code whose source (``ast.unparse``) holds it the same way.
+``ast.parse`` of the solution's text stays allowed: static checks are the verifier's business.
+Also refused here: replacing the runner's process (``os.exec*``) and libc's process-ending
+functions through ``ctypes``; either would end the run without its result.
+
+Example (what the runner does before the verifier runs):
+    guard = install("solution.py", "/tmp/sol", 1234, "verifier.py", None)
+    with guard.trusted():
+        code = compile(verifier_source, "verifier.py", "exec")
+    ...
+    guard.refusal()  # None, or what the verifier tried, with the fix
+"""
+
+import contextlib
+import json
+import os
+import re
+import sys
+import threading
+import time
+
+__all__ = ["FIX", "Guard", "SolutionCodeRefused", "install"]
+
+LONG_LINE = 40  # a single solution line this long, found in compiled source, is its code
+TEXT_LIMIT = 32 << 20  # characters of the verifier's own texts read for the exclusions
+FIX = ("use load_solution(solution_path) from deepgym_solution to call the solution (or "
+       "run_solution to run it as a script): its code runs only in a solution process; "
+       "reading its text, or ast.parse of it, for static checks is fine")
+_JUDGE = re.compile(r"deepgym_\w+\.py\Z")
+_BARE = re.compile(r"(?:(?:import|from)\s[\w.\s,()*]*(?:import\s[\w.\s,()*]*)?|"
+                   r"[\W\d_]*|(?:else|try|finally|except|pass|break|continue|return|"
+                   r"raise|yield|None|True|False)\W*)\Z")
+_WRITES = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_APPEND
+_LIBC_EXITS = frozenset({"_exit", "_Exit", "exit", "quick_exit", "abort", "kill", "killpg",
+                         "raise", "tgkill", "tkill", "pthread_kill", "syscall", "execve",
+                         "execv", "execvp", "execvpe", "execl", "execlp", "execle", "fexecve"})
+
+
+class SolutionCodeRefused(BaseException):
+    """The verifier tried to run the solution's code in the runner's process."""
+
+
+def _lines(text):
+    """The code lines of ``text``: stripped, without blank and comment-only lines."""
+    out = []
+    for line in text.splitlines():
+        line = line.strip()
+        if line and line[0] != "#":
+            out.append(line)
+    return out
+
+
+def _text(source):
+    if isinstance(source, str):
+        return source
+    return bytes(source).decode("utf-8", "replace").removeprefix("\ufeff")
+
+
+class _Print:
+    """What of a text marks it as the solution's: its lines, consecutive pairs, long lines."""
+
+    def __init__(self, text):
+        lines = _lines(text)
+        self.whole = "\n".join(lines)
+        self.pairs = set(zip(lines, lines[1:], strict=False))
+        self.long = {line for line in lines if len(line) >= LONG_LINE}
+
+
+class Guard:
+    """The audit hook and what it knows; see the module docstring."""
+
+    def __init__(self, solution, solution_dir, uid, verifier, tests):
+        self.solution = os.path.realpath(solution)
+        dirs = [d for d in {solution_dir, solution_dir and os.path.realpath(solution_dir)} if d]
+        self.dirs = tuple(d.rstrip(os.sep) + os.sep for d in dirs)
+        self.uid = uid if uid is not None and uid != os.getuid() else None
+        self.own = (verifier, tests)
+        self.work = os.getcwd() + os.sep
+        self.stdlib = os.path.dirname(os.__file__) + os.sep
+        self.here = os.path.dirname(os.path.abspath(__file__)) + os.sep
+        # Places no solution process can write to: what is found there is kept.
+        self.stable = (os.path.dirname(os.path.dirname(os.__file__)) + os.sep, self.work,
+                       self.here)
+        self.started = time.time_ns()
+        self.pid = os.getpid()
+        self.made = set()  # files this process wrote: never trusted as the host's
+        self.known = {}  # path -> is it the solution's (stable places only)
+        self.prints = {}  # "text" / "tree" -> _Print of the solution
+        self.texts = None  # the verifier's own source and test cases, for the exclusions
+        self.refusals = []
+        self.local = threading.local()
+        self.handlers = {"compile": self._compile, "exec": self._exec, "open": self._open,
+                         "import": self._import, "ctypes.dlopen": self._dlopen,
+                         "ctypes.dlsym": self._dlsym, "ctypes.dlsym/handle": self._dlsym,
+                         "os.exec": self._os_exec, "os.rename": self._moved,
+                         "os.link": self._moved, "os.symlink": self._moved}
+
+    def hook(self, event, args):
+        handler = self.handlers.get(event)
+        if handler is not None and not getattr(self.local, "busy", False):
+            handler(args)
+
+    @contextlib.contextmanager
+    def trusted(self):
+        """The runner's own compiling (the verifier's source) is not checked."""
+        self.local.busy = True
+        try:
+            yield
+        finally:
+            self.local.busy = False
+
+    def refusal(self):
+        """None, or the first refusal's message (the run's verifier error)."""
+        return self.refusals[0] if self.refusals else None
+
+    def refuse(self, what, fix=FIX):
+        message = f"the verifier {what} in the judge's own process; refused: {fix}"
+        if os.getpid() == self.pid:
+            self.refusals.append(message)
+        raise SolutionCodeRefused(message)
+
+    # -- files ---------------------------------------------------------------------------------
+
+    def theirs(self, path):
+        """Is ``path`` the solution's file or one its processes may have written?"""
+        try:
+            path = os.fsdecode(path)
+        except TypeError:
+            return False
+        if not path or path[0] == "<":
+            return False
+        found = self.known.get(path)
+        if found is not None:
+            return found
+        full = os.path.abspath(path)
+        real = os.path.realpath(full)
+        found = real == self.solution or any(p.startswith(d) or p + os.sep == d
+                                             for p in (full, real) for d in self.dirs)
+        if not found and self.uid is not None:
+            for p in (full, real):
+                try:
+                    found = found or os.lstat(p).st_uid == self.uid
+                except (OSError, ValueError):
+                    pass
+        if found or full.startswith(self.stable) and real.startswith(self.stable):
+            self.known[path] = found  # no solution process can write to these places
+        return found
+
+    def _host_file(self, path):
+        """A judge or standard library file, or one the host put in the work directory."""
+        try:
+            full = os.path.realpath(os.fsdecode(path))
+        except (TypeError, ValueError):
+            return False
+        if full in self.made or full == self.solution:
+            return False
+        if full.startswith(self.stdlib) or _JUDGE.match(os.fsdecode(path)) \
+                or full.startswith(self.here) and _JUDGE.match(os.path.basename(full)):
+            return True  # (a judge module may be compiled by its plain name)
+        if not full.startswith(self.work):
+            return False
+        try:
+            return os.stat(full).st_ctime_ns < self.started  # there before the run began
+        except OSError:
+            return False
+
+    # -- the events ----------------------------------------------------------------------------
+
+    def _compile(self, args):
+        source, filename = args[0], args[1]
+        # Who called compile(): ast.parse only reads the text; dataclasses and namedtuple
+        # write code from the verifier's own field names (which common code may share).
+        caller = sys._getframe(2).f_code
+        if (caller.co_name, caller.co_filename) in _readers():
+            return
+        if isinstance(source, (str, bytes, bytearray)):
+            if filename is not None and self.theirs(filename):
+                self.refuse(f"compiled the solution's file ({os.fsdecode(filename)})")
+            if filename is not None and self._host_file(filename):
+                return
+            if self._holds(_text(source), "text"):
+                self.refuse("compiled the solution's text (exec, eval or compile of it)")
+        elif type(source).__module__ == "ast":
+            try:
+                text = sys.modules["ast"].unparse(source)
+            except Exception:  # noqa: BLE001 - a tree it cannot write back is not the solution's
+                return
+            if self._holds(text, "tree"):
+                self.refuse("compiled a tree of the solution's text (ast.parse, then compile)")
+
+    def _exec(self, args):
+        code = args[0]
+        filename = getattr(code, "co_filename", None)
+        if isinstance(filename, str) and filename[:1] != "<" and self.theirs(filename):
+            self.refuse(f"ran the solution's code ({filename})")
+
+    def _open(self, args):
+        path, mode, flags = args[0], args[1], args[2]
+        if isinstance(path, int):
+            return
+        if (isinstance(mode, str) and any(c in mode for c in "wax+")) \
+                or (mode is None and isinstance(flags, int) and flags & _WRITES):
+            self._moved((None, path))
+            return
+        try:
+            name = os.fsdecode(path)
+        except TypeError:
+            return
+        if name.endswith((".pyc", ".pyo")) and self.theirs(name):
+            self.refuse(f"read compiled code the solution left ({name})")
+
+    def _moved(self, args):
+        try:
+            self.made.add(os.path.realpath(os.fsdecode(args[1])))
+        except (TypeError, ValueError):
+            pass
+
+    def _import(self, args):
+        module, filename, path = args[0], args[1], args[2]
+        if filename is not None and self.theirs(filename):
+            self.refuse(f"loaded the solution's extension module ({os.fsdecode(filename)})")
+        for entry in path or ():
+            if isinstance(entry, (str, bytes)) and self.theirs(entry):
+                self.refuse(f"imported {module!r} with the solution's directory "
+                            f"({os.fsdecode(entry)}) on sys.path")
+
+    def _dlopen(self, args):
+        if args and args[0] is not None and self.theirs(args[0]):
+            self.refuse(f"loaded the solution's library ({os.fsdecode(args[0])}) with ctypes")
+
+    def _dlsym(self, args):
+        if os.getpid() == self.pid and args[-1] in _LIBC_EXITS:
+            self.refuse(f"looked up libc's {args[-1]} with ctypes", "it would end or replace the "
+                        "process without its result; use sys.exit, or subprocess")
+
+    def _os_exec(self, args):
+        if os.getpid() == self.pid:
+            self.refuse("replaced the process (os.exec*)", "the run would end without its "
+                        "result; use subprocess")
+
+    # -- text ----------------------------------------------------------------------------------
+
+    def _holds(self, text, kind):
+        """Does ``text`` hold the solution's code (see the module docstring)?"""
+        fingerprint = self._print(kind)
+        if fingerprint is None or not fingerprint.whole:
+            return False
+        lines = _lines(text)
+        joined = "\n" + "\n".join(lines) + "\n"
+        whole = fingerprint.whole
+        if "\n" + whole + "\n" in joined and not _BARE.match(whole) and not self._own(whole):
+            return True
+        for pair in zip(lines, lines[1:], strict=False):
+            if pair in fingerprint.pairs and any(not _BARE.match(line) and not self._own(line)
+                                                 for line in pair):
+                return True
+        return any(line in fingerprint.long and not _BARE.match(line) and not self._own(line)
+                   for line in lines)
+
+    def _print(self, kind):
+        if kind not in self.prints:
+            self.local.busy = True  # this reading and parsing is the guard's own
+            try:
+                with open(self.solution, "rb") as f:
+                    text = _text(f.read())
+                if kind == "tree":
+                    ast = sys.modules["ast"]
+                    text = ast.unparse(ast.parse(text))
+                self.prints[kind] = _Print(text)
+            except (OSError, SyntaxError, ValueError, RecursionError):
+                self.prints[kind] = None
+            finally:
+                self.local.busy = False
+        return self.prints[kind]
+
+    def _own(self, piece):
+        """Is ``piece`` in the verifier's own source or test cases (then it is not telling)?"""
+        if self.texts is None:
+            self.local.busy = True
+            texts = []
+            try:
+                for path in self.own:
+                    try:
+                        with open(path, encoding="utf-8", errors="replace") as f:
+                            texts.append(f.read(TEXT_LIMIT))
+                    except (OSError, TypeError):
+                        pass
+            finally:
+                self.local.busy = False
+            self.texts = texts
+        escaped = json.dumps(piece, ensure_ascii=False)[1:-1]
+        return any(piece in text or escaped in text for text in self.texts)
+
+
+def _readers():
+    """(function, file) of the standard library's callers of compile that run no text of
+    the solution: ast.parse, and the code dataclasses and namedtuple write."""
+    found = set()
+    for module, names in (("ast", ("parse",)), ("dataclasses", ("_create_fn",)),
+                          ("collections", ("namedtuple",))):
+        file = getattr(sys.modules.get(module), "__file__", None)
+        found.update((name, file) for name in names if file)
+    return found
+
+
+def install(solution, solution_dir, uid, verifier, tests):
+    """Install the guard for this process (before any verifier code runs); returns it."""
+    guard = Guard(solution, solution_dir, uid, verifier, tests)
+    sys.addaudithook(guard.hook)
+    return guard
