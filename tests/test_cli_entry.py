@@ -206,6 +206,45 @@ def test_run_says_why_an_answer_failed(tmp_path, code, why):
     assert reasons and reasons[0].startswith("  case_0") and why in reasons[0], proc.stdout
 
 
+def test_run_shows_the_exception_first_and_only_the_users_own_frames(tmp_path):
+    folder = tmp_path / "slow_env"
+    folder.mkdir()
+    (folder / "task.md").write_text("Write f().\n")
+    (folder / "verifier.py").write_text(
+        "from deepgym_solution import load_solution\n\n\n"
+        "def helper(sol):\n    return sol.f()\n\n\n"
+        "def verify(solution_path, test_cases_path=None):\n"
+        "    return 1.0 if helper(load_solution(solution_path)) == 1 else 0.0\n")
+    (folder / "metadata.json").write_text('{"case_timeout": 0.5}\n')
+    answer = tmp_path / "answer.py"
+    answer.write_text("def f():\n    while True:\n        pass\n")
+    proc = cli("run", folder, answer, "--mode", "local")
+    assert proc.returncode == 1, proc.stderr + proc.stdout
+    first, *reasons = proc.stdout.splitlines()
+    assert first.startswith("slow_env: FAIL score=0.0000 [solution_timeout]"), proc.stdout
+    assert reasons[0] == "  error type: solution_timeout", reasons
+    assert reasons[1].startswith("  TimeoutError: the solution did not answer within"), reasons
+    assert "at verifier.py line 5, in helper: return sol.f()" in proc.stdout
+    assert "deepgym_" not in proc.stdout and "Traceback" not in proc.stdout
+    assert proc.stdout.count("TimeoutError") == 1  # the details once, not twice
+
+
+def test_a_verifier_syntax_error_is_one_readable_cause(tmp_path):
+    from deepgym_ray.cli.tracebacks import readable_error
+
+    text = ("VerifierError: the verifier could not judge: Traceback (most recent call last):\n"
+            '  File "/x/judge/deepgym_runner.py", line 330, in _verify\n'
+            "    shape = detect_shape(source)\n            ^^^^^^^^^^^^\n"
+            '  File "/usr/lib/python3.11/ast.py", line 50, in parse\n'
+            "    return compile(source, filename, mode)\n"
+            '  File "verifier.py", line 2\n    return (\n           ^\n'
+            "SyntaxError: '(' was never closed")
+    assert readable_error(text).splitlines() == [
+        "VerifierError: the verifier could not judge: SyntaxError: '(' was never closed",
+        "  at verifier.py line 2: return ("]
+    assert readable_error("plain words") == "plain words"
+
+
 # --- 7. --out is checked before any work ----------------------------------------------------
 
 

@@ -131,8 +131,10 @@ def cmd_run(args: argparse.Namespace) -> int:
     if args.json:
         print(result.model_dump_json(indent=2))
     else:
-        print(f"{envs[0].name}: {run_line(result)}")
-        for reason in failure_reasons(result) if result.has_verdict else []:
+        reasons = failure_reasons(result) if result.has_verdict else []
+        # The reasons hold the details when there are any: shown once, not in the line too.
+        print(f"{envs[0].name}: {run_line(result, details=not reasons)}")
+        for reason in reasons:
             print(f"  {reason}")
     if not result.has_verdict:
         return EXIT_NO_VERDICT

@@ -25,6 +25,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from deepgym_ray.cli.eval_metrics import breakdown, group_of, pass_at_k, samples_by_task
+from deepgym_ray.cli.tracebacks import readable_error
 from deepgym_ray.models import BatchResult, EvalResult, RunResult
 
 __all__ = ["failure_reasons", "format_summary", "pass_rate_line", "run_line", "summary_dict"]
@@ -51,21 +52,23 @@ def _average_line(result: BatchResult) -> str:
 
 
 def _cause(result: RunResult) -> str:
-    text = " ".join((result.details or "no details").split())
+    text = " ".join(readable_error(result.details or "no details").split())
     return text if len(text) <= MAX_CAUSE else text[: MAX_CAUSE - 3] + "..."
 
 
-def run_line(result: RunResult) -> str:
-    """One run, as the console shows it: a score and PASS/FAIL, or ``ERROR (type)`` and cause."""
+def run_line(result: RunResult, *, details: bool = True) -> str:
+    """One run, as the console shows it: a score and PASS/FAIL, or ``ERROR (type)`` and cause
+    (``details``: with the run's details, the exception first)."""
     if not result.has_verdict:
         return f"ERROR ({result.error_type or 'verifier_error'}) {_cause(result)}"
     status = "PASS" if result.passed else "FAIL"
     note = f" [{result.error_type}]" if result.error_type else ""
-    details = f" {_cause(result)}" if result.details else ""
-    return f"{status} score={result.score:.4f}{note}{details}"
+    shown = f" {_cause(result)}" if details and result.details else ""
+    return f"{status} score={result.score:.4f}{note}{shown}"
 
 
 def _first_lines(text: str) -> list[str]:
+    text = readable_error(text)
     lines = [line.rstrip()[:MAX_CAUSE] for line in text.strip().splitlines() if line.strip()]
     return lines[:MAX_REASON_LINES] + (["..."] if len(lines) > MAX_REASON_LINES else [])
 
