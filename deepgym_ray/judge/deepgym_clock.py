@@ -1,20 +1,39 @@
 """When a request to the solution process is over (stdlib only): the solution's clocks and the
 limits of one request.
 
-A request's limit is counted in the solution process's own CPU time (its ``utime + stime`` and
-its reaped children's, from ``/proc/<pid>/stat``), so a neighbour's load does not turn a right
-answer into a timeout. An answer that waits without computing (sleeps, blocks, stops itself) is
-ended by a wall-clock bound of :data:`WALL_FACTOR` times the limit. The time the solution spent
-ready to run but waiting for a CPU (``/proc/<pid>/schedstat``) is left out of that bound: it is
-the machine's load, not the answer's doing. However starved, no request outlasts a third of what
-is left of the run's own time limit (the runner's interval timer), so an answer that keeps
-timing out fails its cases instead of the whole run. A reply already waiting when a limit is
-checked counts as in time if its CPU time is within the limit: a verifier that was itself
-starved and looked late does not fail it. Where the CPU time cannot be read, the limit is
-wall-clock.
+A request's limit is counted in the CPU time of the solution process *and every process it
+started*, in one of three ways (:class:`CpuGroup`, :class:`CpuClock`):
+
+- where the provider gives the run a CPU-accounting cgroup (``cpuacct.usage`` in cgroup v1,
+  ``cpu.stat``'s ``usage_usec`` in v2; the local and Daytona providers), each solution process
+  gets a group of its own below it, which it and its descendants cannot leave (that takes write
+  access to the cgroup tree, which only root has): CPU burnt in an orphaned, double-forked
+  grandchild counts whether it is ever reaped or not, and killing the process empties its
+  group, orphans included;
+- where the sandbox holds one run and its cgroup is readable but not writable (Docker:
+  ``launch["cpu_whole"]``), a request's CPU is the whole sandbox's less the runner's own: every
+  process of the run counts while the request runs, a concurrent solution process of the same
+  run included; CPU spent between requests is not charged there;
+- elsewhere, ``/proc/<pid>/stat`` (``utime + stime`` and reaped children's): CPU of
+  descendants the solution process never reaps (orphans) is then not counted.
+
+With a group of its own or ``/proc``, the CPU of a request is what the solution used since its
+previous reply, so work done between requests (a background thread or process computing while
+the verifier is busy) is charged to the next one. It is checked whenever a reply arrives, so
+work spread over several CPUs cannot finish inside the wall-clock limit with more CPU than
+allowed. A neighbour's load does not turn
+a right answer into a timeout: an answer that waits without computing (sleeps, blocks, stops
+itself) is ended by a wall-clock bound of :data:`WALL_FACTOR` times the limit, from which the
+time the solution spent ready to run but waiting for a CPU (``/proc/<pid>/schedstat``) is left
+out: it is the machine's load, not the answer's doing. However starved, no request outlasts a
+third of what is left of the run's own time limit (the runner's interval timer), so an answer
+that keeps timing out fails its cases instead of the whole run. A reply already waiting when a
+limit is checked counts as in time if its CPU time is within the limit: a verifier that was
+itself starved and looked late does not fail it. Where the CPU time cannot be read at all, the
+limit is wall-clock.
 
 Example:
-    deadline = Deadline(CpuClock(proc.pid), 0.5, TimeoutError)
+    deadline = Deadline(CpuClock(proc.pid, group), 0.5, TimeoutError)
     proc.stdin.write(request)
     deadline.start()
     read_exact(proc.stdout.fileno(), size, deadline.wait)   # TimeoutError past a limit
@@ -25,30 +44,149 @@ import select
 import signal
 import time
 
-__all__ = ["STARVED_FACTOR", "WALL_FACTOR", "CpuClock", "Deadline"]
+__all__ = ["STARVED_FACTOR", "WALL_FACTOR", "CpuClock", "CpuGroup", "Deadline"]
 
 WALL_FACTOR = 10  # wall-clock bound of a request, in multiples of its (CPU) limit
 STARVED_FACTOR = 100  # with no run timer, the most wall-clock time a request may take, ditto
 _POLL = 0.1  # seconds between readings once a request has run its limit in wall time
 _TICK = os.sysconf("SC_CLK_TCK")
+_V1, _V2 = "cpuacct.usage", "cpu.stat"  # a group's CPU in ns (v1), usage_usec line (v2)
+_MADE = [0]  # groups this process made (their names must not repeat)
+
+
+def _accounts(directory):
+    """The file in which the cgroup ``directory`` counts its CPU, or None."""
+    for name in (_V1, _V2):
+        path = os.path.join(directory, name)
+        if os.path.isfile(path):
+            if name == _V1:
+                return path
+            try:
+                with open(path, "rb") as f:
+                    if f.read(11) == b"usage_usec ":
+                        return path
+            except OSError:
+                pass
+    return None
+
+
+class CpuGroup:
+    """One solution process's own cgroup, below the run's CPU-accounting group: it and every
+    process it starts are counted (:class:`CpuClock`) and killed (:meth:`kill`) together.
+    ``whole``: the sandbox's own group instead, read-only and shared with the runner (its CPU
+    is left out of the count), never killed."""
+
+    def __init__(self, path, whole=False):
+        self.path, self.whole = path, whole
+        self.procs = os.path.join(path, "cgroup.procs")
+
+    @classmethod
+    def split(cls, procs_files, whole=()):
+        """``(files, group)`` for the run's ``cgroup.procs`` files: the run's CPU-accounting
+        group is replaced by a new group of its own below it. Where there is none (or it cannot
+        be made: then the process joins the run's groups as they are), the first of the
+        sandbox's groups ``whole`` that counts CPU, or None."""
+        files = list(procs_files or ())
+        for at, procs in enumerate(files):
+            parent = os.path.dirname(procs)
+            if _accounts(parent) is None:
+                continue
+            _MADE[0] += 1
+            path = os.path.join(parent, f"s{os.getpid()}-{_MADE[0]}")
+            try:
+                os.mkdir(path, 0o755)  # root's, like the run's: the solution cannot write it
+            except OSError:
+                return files, None
+            group = cls(path)
+            files[at] = group.procs
+            return files, group
+        for path in whole or ():
+            if _accounts(path) is not None:
+                return files, cls(path, whole=True)
+        return files, None
+
+    def members(self):
+        try:
+            with open(self.procs, "rb") as f:
+                return [int(pid) for pid in f.read().split()]
+        except (OSError, ValueError):
+            return []
+
+    def kill(self, wait=5.0):
+        """SIGKILL every process in the group until none is left; True once empty (at most
+        ``wait`` seconds). cgroup v2's ``cgroup.kill`` does it at once; in v1 the members are
+        listed and killed until the list is empty (a fork in between is caught by the next
+        round, and the run's process limit bounds the rounds). Never for a ``whole`` group."""
+        try:
+            fd = os.open(os.path.join(self.path, "cgroup.kill"), os.O_WRONLY | os.O_CLOEXEC)
+            try:
+                os.write(fd, b"1")
+            finally:
+                os.close(fd)
+        except OSError:
+            pass
+        deadline = time.monotonic() + wait
+        while True:
+            pids = self.members()
+            if not pids:
+                return True
+            if time.monotonic() > deadline:
+                return False
+            for pid in pids:
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except OSError:
+                    pass
+            time.sleep(0.001)
+
+    def remove(self):
+        """Remove the group (once empty; the provider removes what is left with the run's)."""
+        if self.whole:
+            return
+        try:
+            os.rmdir(self.path)
+        except OSError:
+            pass
 
 
 class CpuClock:
-    """CPU seconds used by one process and its reaped children (``/proc/<pid>/stat``), and the
-    seconds its main thread waited for a CPU (``/proc/<pid>/schedstat``)."""
+    """CPU seconds used by one solution process: by its :class:`CpuGroup` (``group``: every
+    process it started; the sandbox's whole group less this process's own CPU) or else by the
+    process and its reaped children (``/proc/<pid>/stat``); and the seconds its main thread
+    waited for a CPU (``/proc/<pid>/schedstat``). ``mark`` is the reading at the end of the
+    last request, where what ran since counts for the next (``carry``)."""
 
-    def __init__(self, pid):
+    def __init__(self, pid, group=None):
         self.fds = {}
-        for name in ("stat", "schedstat"):
-            if pid is not None:
-                try:
-                    self.fds[name] = os.open(f"/proc/{pid}/{name}", os.O_RDONLY | os.O_CLOEXEC)
-                except OSError:
-                    pass
+        self.mark = None
+        self.v2 = False
+        self.whole = group is not None and group.whole
+        self.carry = not self.whole  # the whole sandbox's CPU between requests is not theirs
+        names = ("stat", "schedstat") if pid is not None else ()
+        for name in names:
+            try:
+                self.fds[name] = os.open(f"/proc/{pid}/{name}", os.O_RDONLY | os.O_CLOEXEC)
+            except OSError:
+                pass
+        counter = _accounts(group.path) if group is not None else None
+        if counter is not None:
+            try:
+                self.fds["group"] = os.open(counter, os.O_RDONLY | os.O_CLOEXEC)
+                self.v2 = counter.endswith(_V2)
+            except OSError:
+                pass
 
     def read(self):
         """CPU seconds, or None when they cannot be read (the process is gone, no /proc)."""
         try:
+            fd = self.fds.get("group")
+            if fd is not None:  # one pread of the group's counter: every process it holds
+                data = os.pread(fd, 64, 0)
+                used = int(data.split(None, 2)[1]) / 1e6 if self.v2 else int(data) / 1e9
+                if self.whole:  # less the runner's own (verifier threads, reaped children)
+                    own = os.times()
+                    used -= own[0] + own[1] + own[2] + own[3]
+                return used
             data = os.pread(self.fds["stat"], 2048, 0)
             fields = data[data.rindex(b")") + 2:].split()
             # utime + stime + cutime + cstime, in clock ticks
@@ -86,10 +224,15 @@ class Deadline:
 
     def __init__(self, clock, limit, timed_out):
         self.clock, self.limit, self.timed_out = clock, limit, timed_out
-        self.cpu_start = clock.read() if clock is not None else None
+        # From the end of the previous reply: what ran in between is this request's too (and
+        # the clock need not be read again here: one reading per request, as before).
+        carried = clock.mark if clock is not None and clock.carry else None
+        self.cpu_start = carried if carried is not None else (
+            clock.read() if clock is not None else None)
         self.queued_start = clock.queued() if self.cpu_start is not None else None
         self.started = time.monotonic()
         self.bounds = None  # worked out only for a request that outlasts its limit
+        self.checked = False  # the reply's CPU was read (once: the worker sends it in one go)
 
     def start(self):
         """The request has been sent: its time counts from now."""
@@ -105,19 +248,32 @@ class Deadline:
                 if left is None:
                     return
             if select.select([fd], [], [], max(left, 0.001))[0]:
+                if not self.checked:  # a reply within the wall-clock limit: its CPU too
+                    self._used()
                 return
+
+    def _used(self):
+        """CPU seconds of this request so far (None: unknown); raises past the limit."""
+        if self.cpu_start is None:
+            return None
+        used = self.clock.read()
+        self.checked = True
+        if used is None:
+            return None
+        self.clock.mark = used
+        used -= self.cpu_start
+        if used >= self.limit:
+            raise self.timed_out(f"{self.limit:g}s of CPU time")
+        return used
 
     def _past_limit(self, fd, elapsed):
         """None when a reply is waiting within the CPU limit, else how long to wait next."""
         ready = bool(select.select([fd], [], [], 0)[0])  # before the clock: its time is final
-        used = self.clock.read() if self.cpu_start is not None else None
+        used = self._used()
         if used is None:
             if ready:
                 return None
             raise self.timed_out(f"{self.limit:g}s")
-        used -= self.cpu_start
-        if used >= self.limit:
-            raise self.timed_out(f"{self.limit:g}s of CPU time")
         if ready:
             return None
         if self.bounds is None:

@@ -7,10 +7,10 @@ What the verifier gets is a :class:`deepgym_remote.SolutionModule`; the objects 
 handles into the process (``deepgym_remote``). :func:`prewarm` starts a process before the
 verifier asks for one.
 
-Each request has the call timeout, counted in the solution process's own CPU time, with
-wall-clock bounds for an answer that waits without computing (``deepgym_clock``). A request past
-its timeout raises ``TimeoutError`` and the process is restarted for the next one (its handles
-are then gone).
+Each request has the call timeout, counted in the CPU time of the solution process and what it
+started (its own cgroup where there is one), with wall-clock bounds for an answer that waits
+without computing (``deepgym_clock``). A request past its timeout raises ``TimeoutError`` and
+the process is restarted for the next one (its handles are then gone).
 
 Example (inside a verifier):
     sol = load_solution(solution_path)
@@ -116,10 +116,13 @@ class Connection:
         # Under bwrap the interpreter is found once it runs: its import is timed by the clock.
         bwrap = STATE["launch"].get("kind") == "bwrap" and not getattr(self.proc, "zygote_child",
                                                                         False)
-        self.clock = None if bwrap else CpuClock(self.proc.pid)
+        # Its own cgroup (if any) counts every process it starts, from bwrap's first on.
+        group = getattr(self.proc, "cpu_group", None)
+        self.clock = CpuClock(None if bwrap else self.proc.pid, group)
         reply = self._exchange(load)
         if bwrap:
-            self.clock = CpuClock(_interpreter_pid(self.proc))
+            self.clock.close()
+            self.clock = CpuClock(_interpreter_pid(self.proc), group)
         return reply
 
     def _exchange(self, message):

@@ -17,6 +17,11 @@ Where the provider gives the run cgroups (``launch["cgroups"]``, their ``cgroup.
 every solution process is in them before any solution code runs (a zygote child waits for it;
 a bwrap or plain one joins them between fork and exec), and the provider, not the runner,
 kills the run's processes by them: an empty group is the proof, so the runner skips its sweep.
+The run's CPU-accounting group is the exception: each solution process gets a group of its own
+below it (``deepgym_clock.CpuGroup``), where its requests' CPU is counted, every process it
+started included, and which :func:`kill` empties (orphans that left its session too). Without
+one, killing a zygote child also kills the run's processes outside every live solution
+process's session (a Docker container: an orphan of a timed-out call does not last to the next).
 
 Example (what the runner does):
     configure(launch={"kind": "plain", ...}, solution_dir="/tmp/sol", case_timeout=5.0)
@@ -34,7 +39,8 @@ import sys
 import threading
 import time
 
-from deepgym_proc import kill_uid, parent_of, wait_exit
+from deepgym_clock import CpuGroup
+from deepgym_proc import kill_uid, parent_of, uid_processes, wait_exit
 from deepgym_wire import SolutionError, tag
 from deepgym_zyproc import join_cgroups, zygote_spawn
 
@@ -47,6 +53,7 @@ STATE = {
     "on_in_play": None,
     "in_play": False,
     "worker_source": None,
+    "spawning": 0,
 }
 _LIVE = set()
 _LOCK = threading.Lock()
@@ -122,13 +129,22 @@ def spawn(config, cwd, extra_env, pipes):
             if STATE.get("closed"):
                 raise tag(SolutionError("the run is over: no new solution process"), "error")
             STATE["sweep_uid"] = True  # even a failed request may have left a child behind
-        proc = zygote_spawn(launch["zygote"], config, cwd, env, launch.get("cgroups"))
+            STATE["spawning"] += 1  # no sweep of orphans (see kill) while it starts
+        try:
+            cgroups, group = CpuGroup.split(launch.get("cgroups"), launch.get("cpu_whole"))
+            proc = zygote_spawn(launch["zygote"], config, cwd, env, cgroups)
+        finally:
+            with _LOCK:
+                STATE["spawning"] -= 1
         if proc is not None:
+            proc.cpu_group = group
             with _LOCK:
                 if STATE.get("closed"):  # shutdown_all ran meanwhile: its sweep may have missed it
                     STATE["unclean"] = True
                 _LIVE.add(proc)
             return proc
+        if group is not None:
+            group.remove()
         # The zygote is gone or broken: this process starts with bwrap as before.
     info_r = info_w = None
     if launch.get("kind") == "bwrap":
@@ -145,21 +161,25 @@ def spawn(config, cwd, extra_env, pipes):
     with _LOCK:
         if STATE.get("closed"):  # after shutdown_all nothing new may start
             raise tag(SolutionError("the run is over: no new solution process"), "error")
+        cgroups, group = CpuGroup.split(launch.get("cgroups"), launch.get("cpu_whole"))
         try:
             proc = subprocess.Popen(
                 command, stdin=pipes[0], stdout=pipes[1], stderr=pipes[2], cwd=popen_cwd,
                 env=popen_env, close_fds=True, start_new_session=True,
                 pass_fds=() if info_w is None else (info_w,),
-                preexec_fn=_joiner(launch.get("cgroups")),
+                preexec_fn=_joiner(cgroups),
             )
         except BaseException:
             if info_r is not None:
                 os.close(info_r)
+            if group is not None:
+                group.remove()
             raise
         finally:
             if info_w is not None:
                 os.close(info_w)
         proc._dg_info, proc._dg_init = info_r, None
+        proc.cpu_group = group
         _LIVE.add(proc)
     return proc
 
@@ -222,6 +242,14 @@ def kill(proc):
         return
     try:
         _kill_once(proc)
+        group = getattr(proc, "cpu_group", None)
+        if group is not None and not group.whole:
+            # Whatever it started, orphans that left its session included, ends with it.
+            if not group.kill():
+                STATE["unclean"] = True
+            group.remove()
+        elif getattr(proc, "zygote_child", False):
+            _kill_orphans(STATE["launch"].get("uid"))
     finally:
         proc._dg_killed.set()
 
@@ -275,6 +303,42 @@ def _kill_once(proc):
         STATE["unclean"] = True
     with _LOCK:
         _LIVE.discard(proc)
+
+
+def _session_of(pid):
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            data = f.read()
+        return int(data[data.rindex(b")") + 2:].split()[3])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def _kill_orphans(uid, rounds=50):
+    """Without a cgroup of its own, kill what a killed zygote child left in another session
+    or group than its own (an orphaned, double-forked grandchild): every process of the run's
+    ``uid`` outside the sessions of the live solution processes (a zygote child leads its
+    own). Skipped while one is being started, or when one was started by bwrap (its session
+    is inside its namespace): then such orphans last until the run's end."""
+    if uid is None:
+        return
+    with _LOCK:
+        if STATE["spawning"] or not all(getattr(p, "zygote_child", False) for p in _LIVE):
+            return
+        keep = {p.pid for p in _LIVE}
+        for _ in range(rounds):
+            found = False
+            for pid in uid_processes(uid):
+                if _session_of(pid) not in keep:
+                    found = True
+                    try:
+                        os.kill(pid, signal.SIGKILL)
+                    except OSError:
+                        pass
+            if not found:
+                return
+            time.sleep(0.002)
+        STATE["unclean"] = True
 
 
 def shutdown_all():

@@ -302,7 +302,9 @@ class DockerProvider(SandboxProvider):
         limits = dict(self.solution_limits, cpu=int(run.timeout) + 1)
         return {"launch": {"kind": "plain", "prefix": [], "python": "/deepgym/no-fallback",
                            "uid": run.container.uids[1], "limits": limits,
-                           "zygote": f"{agent.CTL}/zygote.sock"},
+                           "zygote": f"{agent.CTL}/zygote.sock",
+                           # the container holds one run: its CPU counts a request's (v1, v2)
+                           "cpu_whole": ["/sys/fs/cgroup/cpuacct", "/sys/fs/cgroup"]},
                 "solution_dir": f"{agent.SOL}/work", "limits": dict(self.verifier_limits)}
 
     def run(self, sandbox: Sandbox, command: Sequence[str], *, timeout: float,

@@ -226,8 +226,8 @@ class LocalProvider(SandboxProvider):
                        + (f" ({why})" if why else ""))
         else:
             logger.info("local sandbox: per-run cgroups (freezer, memory %d MB, pids %d, cpu "
-                        "shares) and a %d MB / %d-inode tmpfs work area", self.memory_mb,
-                        self.max_processes, self.disk_mb, self.max_files)
+                        "shares and accounting) and a %d MB / %d-inode tmpfs work area",
+                        self.memory_mb, self.max_processes, self.disk_mb, self.max_files)
 
     @property
     def limits(self) -> dict[str, bool]:
@@ -236,6 +236,7 @@ class LocalProvider(SandboxProvider):
                 "run_memory": self.cgroups.has("memory"),
                 "run_processes": self.cgroups.has("pids"),
                 "cpu_fairness": self.cgroups.has("cpu"),
+                "cpu_accounting": self.cgroups.has("cpuacct"),
                 "work_area": self._tmpfs}
 
     @property

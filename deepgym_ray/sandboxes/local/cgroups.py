@@ -13,6 +13,10 @@ process already belongs to (so nothing escapes the limits it is under itself), n
 - ``pids``: ``pids.max`` over all of them, threads included.
 - ``cpu``: ``cpu.shares`` equal for every run, so a run's CPU share does not grow with the
   number of processes it starts (work-conserving: an idle machine is still all a run's).
+- ``cpuacct``: CPU accounting. The runner makes one group per solution process below the run's
+  (``deepgym_clock.CpuGroup``) and counts a request's CPU there, so every process the solution
+  started counts, reaped or not (an orphaned, double-forked grandchild too). Without it a
+  case's CPU is the solution process's own and its reaped children's only.
 
 The runner puts each solution process in its run's groups before it runs any solution code
 (``launch["cgroups"]``; see ``deepgym_spawn``). Where no controller can be used (not root, no
@@ -38,7 +42,7 @@ from pathlib import Path
 logger = logging.getLogger(__name__)
 
 ROOT = Path("/sys/fs/cgroup")
-CONTROLLERS = ("freezer", "memory", "pids", "cpu")
+CONTROLLERS = ("freezer", "memory", "pids", "cpu", "cpuacct")
 PREFIX = "deepgym-"
 KILL_WAIT = 10.0
 
@@ -77,9 +81,21 @@ def _read(path: Path | str) -> bytes:
 
 
 def _tasks(group: Path) -> list[int]:
-    try:
-        return [int(pid) for pid in _read(f"{group}/cgroup.procs").split()]
-    except (OSError, ValueError):
+    """The members of ``group`` and of the groups below it (the runner's per-process ones)."""
+    found = []
+    for inner in [group, *_children(group)]:
+        try:
+            found += [int(pid) for pid in _read(f"{inner}/cgroup.procs").split()]
+        except (OSError, ValueError):
+            pass
+    return found
+
+
+def _children(group: Path) -> list[Path]:
+    try:  # scandir: the entry types come with the listing (a stat of each file would not)
+        with os.scandir(group) as entries:
+            return [Path(e.path) for e in entries if e.is_dir(follow_symlinks=False)]
+    except OSError:
         return []
 
 
@@ -157,6 +173,11 @@ class RunCgroup:
         """Remove the run's groups (after :meth:`kill_all`); True when all are gone."""
         ok = True
         for group in self.groups.values():
+            for inner in _children(group):  # the runner's per-process groups, if it left any
+                try:
+                    inner.rmdir()
+                except OSError:
+                    pass
             try:
                 group.rmdir()
             except FileNotFoundError:
@@ -209,10 +230,14 @@ class RunCgroups:
     def create(self, name: str, *, memory_bytes: int, pids: int) -> RunCgroup:
         """Make the run's groups with their limits (raises OSError; nothing is left then)."""
         run = RunCgroup({})
+        made: set[str] = set()
         try:
             for controller, parent in self.parents.items():
                 group = parent / f"{self.prefix}{os.getpid()}-{name}"
+                if os.path.realpath(group) in made:  # co-mounted controllers (cpu,cpuacct)
+                    continue
                 group.mkdir()
+                made.add(os.path.realpath(group))
                 run.groups[controller] = group
                 if controller == "memory":
                     _write(group / "memory.limit_in_bytes", str(memory_bytes))
@@ -255,6 +280,8 @@ def missing_guarantees(held: dict[str, bool]) -> list[str]:
         "run_memory": "no memory cgroup: memory is limited per process only",
         "run_processes": "no pids cgroup: processes are limited per uid only",
         "cpu_fairness": "no cpu cgroup: a run with many busy processes slows its neighbours",
+        "cpu_accounting": "no cpuacct cgroup: a case's CPU time counts the solution process "
+                          "and its reaped children only, not orphaned descendants",
         "work_area": "no tmpfs work area: disk space is limited per file only, inodes not at "
                      "all, and files land on the host's disk",
     }
