@@ -4,9 +4,9 @@ A run is one upload and one session command. The upload is one file, the run's s
 (``SPEC_FILE``: its files, the runner's argv, stdin and environment, the deadline, the
 solution's uid and its bounds; one file costs the SDK's multipart encoding and the daemon far
 less than one per file), and, once per sandbox, the judge's files with the in-sandbox program
-(``in_sandbox``, as ``RUN_PROGRAM``) and the cgroups module it uses. The command names only
-that program and the run's directory: what every process in the sandbox can read in
-/proc/PID/cmdline carries no secret. The program reports on its last stderr line (see
+(``in_sandbox``, as ``RUN_PROGRAM``) and the cgroups and seccomp modules it uses. The
+command names only that program and the run's directory: what every process in the sandbox
+can read in /proc/PID/cmdline carries no secret. The program reports on its last stderr line (see
 :func:`read_report`).
 
 Example:
@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import platform
 import shlex
 from collections.abc import Mapping, Sequence
 from functools import lru_cache
@@ -28,22 +29,27 @@ from pathlib import Path
 from typing import Any
 
 from deepgym_ray.judge import sandbox_judge_files
+from deepgym_ray.sandboxes.local.seccomp import sandbox_filter
+from deepgym_ray.sandboxes.local.seccomp import wanted as seccomp_wanted
 
 SPEC_FILE = ".deepgym-run"
 CLEAN_MARKER = ".deepgym-clean"  # the runner's proof that its solution processes are gone
 RUN_PROGRAM = "deepgym_daytona_run.py"
 CGROUPS_MODULE = "deepgym_daytona_cgroups.py"
+SECCOMP_MODULE = "deepgym_daytona_seccomp.py"
 REPORT_PREFIX = b"deepgym-run "
 
 
 @lru_cache(maxsize=1)
 def judge_files() -> tuple[tuple[str, bytes], ...]:
     """What every sandbox gets once: the judge, the in-sandbox program, its cgroups module
-    (the local provider's own, so both providers bound a run's processes the same way)."""
+    and its seccomp installer (the local provider's own, so both providers bound a run's
+    processes the same way)."""
     here = Path(__file__).parent
     files = dict(sandbox_judge_files())
     files[RUN_PROGRAM] = (here / "in_sandbox.py").read_bytes()
     files[CGROUPS_MODULE] = (here.parent / "local" / "cgroups.py").read_bytes()
+    files[SECCOMP_MODULE] = (here.parent / "local" / "deepgym_seccomp.py").read_bytes()
     return tuple(sorted(files.items()))
 
 
@@ -55,6 +61,15 @@ def judge_digest() -> str:
         hasher.update(f"{name}\0{len(data)}\0".encode())
         hasher.update(data)
     return hasher.hexdigest()
+
+
+@lru_cache(maxsize=1)
+def syscall_filter() -> dict[str, str] | None:
+    """The local sandbox's syscall filter for the runner and its solution processes, compiled
+    here for this machine's architecture (the program installs it only on the same one);
+    None where it cannot be built here or ``DEEPGYM_SECCOMP=0``."""
+    bpf = sandbox_filter(True) if seccomp_wanted() else None
+    return None if bpf is None else {"machine": platform.machine(), "bpf": bpf.hex()}
 
 
 def solution_dir(run_dir: str) -> str:
@@ -73,7 +88,7 @@ def run_spec(*, files: Mapping[str, bytes], argv: Sequence[str], stdin: bytes | 
         "argv": list(argv), "stdin": (stdin or b"").decode("utf-8", "surrogateescape"),
         "env": dict(env), "timeout": float(timeout), "uid": uid, "disk_mb": int(disk_mb),
         "max_files": int(max_files), "memory_mb": int(memory_mb), "pids": int(pids),
-        "path": path,
+        "path": path, "seccomp": syscall_filter(),
     }).encode("utf-8", "surrogateescape")
 
 
@@ -113,6 +128,8 @@ def missing_confinement(report: Mapping[str, Any]) -> list[str]:
         "cgroups": "no per-run cgroups: memory is limited per solution process only (the "
                    "sandbox's own memory bounds the run, the judge included), and the run's "
                    "processes are found by uid",
+        "syscall_filter": "no syscall filter: kernel keyrings, io_uring, ptrace and new user "
+                          "namespaces are open to the solution and the verifier",
     }
     missing = report.get("missing") or {}
     return [f"{words.get(name, name)} ({why})" for name, why in sorted(missing.items())]

@@ -24,6 +24,10 @@ user is not root uploaded them as that user, see :func:`take_ownership`), then:
    - ``cgroups``: per-run groups (memory and tasks of all solution processes together, and a
      freezer that proves them gone), put in the runner's launch settings (``cgroups``), so
      every solution process is in them before any of its code runs (``deepgym_spawn``).
+   - ``syscall_filter``: the local sandbox's seccomp filter (no kernel keyrings, io_uring,
+     ptrace, BPF, perf events, module calls or new user namespaces), compiled by the host for
+     its own architecture (``spec["seccomp"]``) and installed in the runner, so the verifier
+     and every solution process are under it.
 2. runs the runner (its stdout is the command's), killing its process group at the deadline;
 3. kills every solution process (by cgroup; else the runner's proof; else a sweep by uid),
    removes the run's files and, where /tmp was not private, what the uid left in the shared
@@ -55,7 +59,7 @@ CLEAN_MARKER = ".deepgym-clean"
 REPORT = "deepgym-run "
 CGROUP_PREFIX = "deepgym-daytona-"  # never the local provider's, whose sweepers go by pid
 SHARED_TEMP = ("/tmp", "/var/tmp", "/dev/shm")
-CONFINEMENTS = ("namespaces", "work_area", "cgroups")
+CONFINEMENTS = ("namespaces", "work_area", "cgroups", "syscall_filter")
 KILLED_AT_DEADLINE = 137
 CLONE_NEWNS, CLONE_NEWIPC, CLONE_NEWNET = 0x20000, 0x8000000, 0x40000000
 MS_NOSUID, MS_NODEV, MS_BIND, MS_REC, MS_PRIVATE = 2, 4, 4096, 16384, 1 << 18
@@ -208,13 +212,31 @@ def confine(spec, run_dir, holder, work):
         os.chown(work, uid, uid)
     group = attempt("cgroups", lambda: make_cgroups(os.path.basename(run_dir),
                                                     spec["memory_mb"], spec["pids"]))
+    installer = attempt("syscall_filter", lambda: syscall_filter(spec.get("seccomp")))
     if known is None and os.geteuid() == 0 and uid is not None:
         _remember(dict(held, why=missing))
-    return held, missing, group
+    return held, missing, group, installer
 
 
-def run_runner(spec, run_dir, launch_cgroups):
-    """Run the runner to its end or the deadline; returns (its returncode, timed out)."""
+def syscall_filter(wanted):
+    """What installs the host's compiled syscall filter (the local sandbox's, see
+    ``deepgym_ray/sandboxes/local/seccomp.py``) in the runner, which all of the run's
+    processes inherit; OSError where it cannot be had here."""
+    if not wanted:
+        raise OSError("the host could not build it (libseccomp's binding missing there)")
+    if wanted.get("machine") != os.uname().machine:
+        raise OSError(f"compiled for {wanted.get('machine')}, this is {os.uname().machine}")
+    from deepgym_daytona_seccomp import Installer
+
+    try:
+        return Installer(bytes.fromhex(wanted["bpf"]))
+    except (KeyError, ValueError) as exc:
+        raise OSError(f"not a compiled filter: {exc}") from exc
+
+
+def run_runner(spec, run_dir, launch_cgroups, installer=None):
+    """Run the runner to its end or the deadline, under the syscall filter ``installer``
+    installs where there is one; returns (its returncode, timed out)."""
     config = json.loads(spec["stdin"]) if spec.get("stdin") else {}
     if launch_cgroups:
         config.setdefault("launch", {})["cgroups"] = launch_cgroups
@@ -223,7 +245,7 @@ def run_runner(spec, run_dir, launch_cgroups):
     env = {"PATH": path, "LANG": "C.UTF-8", "HOME": run_dir, "TMPDIR": run_dir,
            **spec.get("env", {})}
     proc = subprocess.Popen(spec["argv"], cwd=run_dir, env=env, stdin=subprocess.PIPE,
-                            start_new_session=True, close_fds=True)
+                            start_new_session=True, close_fds=True, preexec_fn=installer)
     try:  # the out-of-memory killer must never pick this program (started before: not its children)
         with open("/proc/self/oom_score_adj", "w") as f:
             f.write("-1000")
@@ -320,9 +342,10 @@ def main():
     report = {"clean": False, "timed_out": False, "exit_code": None}
     held, group = dict.fromkeys(CONFINEMENTS, False), None
     try:
-        held, missing, group = confine(spec, run_dir, holder, work)
+        held, missing, group, installer = confine(spec, run_dir, holder, work)
         report.update(held=held, missing=missing)
-        code, report["timed_out"] = run_runner(spec, run_dir, group and group.procs_files())
+        code, report["timed_out"] = run_runner(spec, run_dir, group and group.procs_files(),
+                                               installer)
         report["exit_code"] = code
     except OSError as exc:
         report["error"] = f"cannot confine the run: {exc}"

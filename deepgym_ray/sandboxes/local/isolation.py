@@ -93,7 +93,9 @@ def bwrap_prefix(python: str, as_root: bool) -> tuple[str, ...] | None:
         prefix += ["--unshare-net", "--unshare-pid", "--unshare-ipc", "--unshare-uts",
                    "--unshare-cgroup-try", "--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID"]
     else:
-        prefix += ["--unshare-all"]
+        # Its own user namespace, in which the solution can make no other: the syscall filter
+        # must leave new user namespaces open here (unprivileged bwrap needs one itself).
+        prefix += ["--unshare-all", "--unshare-user", "--disable-userns"]
     roots = ["/usr"]
     prefix += ["--ro-bind", "/usr", "/usr"]
     for link in ("/lib", "/lib64", "/lib32", "/bin", "/sbin"):
@@ -111,15 +113,26 @@ def bwrap_prefix(python: str, as_root: bool) -> tuple[str, ...] | None:
     for hidden in _hidden_dirs(roots):
         prefix += ["--tmpfs", hidden]
     prefix += ["--proc", "/proc", *_proc_masks(), "--dev", "/dev", "--tmpfs", "/tmp"]
+    if _works(prefix, python):
+        return tuple(prefix)
+    if "--disable-userns" in prefix:  # bwrap before 0.8, or no user namespaces to disable
+        prefix = [part for part in prefix if part not in ("--unshare-user", "--disable-userns")]
+        if _works(prefix, python):
+            return tuple(prefix)
+    return None
+
+
+def _works(prefix: list[str], python: str) -> bool:
+    """Whether bwrap with ``prefix`` starts ``python`` here."""
     probe = prefix + ["--", python, "-I", "-S", "-c", "pass"]
     try:
         done = subprocess.run(probe, capture_output=True, timeout=20)
     except (OSError, subprocess.TimeoutExpired):
-        return None
+        return False
     if done.returncode != 0:
         logger.debug("bwrap probe failed: %s", done.stderr.decode(errors="replace")[-500:])
-        return None
-    return tuple(prefix)
+        return False
+    return True
 
 
 def world_reachable(path: str) -> bool:

@@ -101,15 +101,17 @@ def _compile(block_userns: bool) -> bytes:
 
 
 # Run under the filter: each denied call must answer EPERM, and ordinary work must go on.
+# The calls' numbers (this architecture's) come from libseccomp, as arguments.
 _PROBE = r"""
 import ctypes, os, socket, sys
 libc = ctypes.CDLL(None, use_errno=True)
+add_key, keyctl, io_uring_setup, ptrace = map(int, sys.argv[2:6])
 def denied(number, *args):
     return libc.syscall(number, *args) == -1 and ctypes.get_errno() == 1
-assert denied(248, b"user", b"deepgym-probe", b"x", 1, -4)  # add_key
-assert denied(250, 0, 0, 0, 0, 0)  # keyctl
-assert denied(425, 1, None)  # io_uring_setup
-assert denied(101, 0, 0, 0, 0)  # ptrace
+assert denied(add_key, b"user", b"deepgym-probe", b"x", 1, -4)
+assert denied(keyctl, 0, 0, 0, 0, 0)
+assert denied(io_uring_setup, 1, None)
+assert denied(ptrace, 0, 0, 0, 0)
 if sys.argv[1] == "1":
     assert libc.unshare(0x10000000) == -1 and ctypes.get_errno() == 1
 pid = os.fork()
@@ -126,11 +128,17 @@ print("ok")
 def _works(bpf: bytes, block_userns: bool) -> str | None:
     """None when a process under ``bpf`` is denied what it must be and can do the rest;
     otherwise what went wrong."""
+    import pyseccomp as sc
+
     from deepgym_ray.sandboxes.local.deepgym_seccomp import Installer
 
+    arch = sc.system_arch()
+    numbers = [str(sc.resolve_syscall(arch, name))
+               for name in ("add_key", "keyctl", "io_uring_setup", "ptrace")]
     try:
-        done = subprocess.run([sys.executable, "-I", "-S", "-c", _PROBE, str(int(block_userns))],
-                              capture_output=True, timeout=30, preexec_fn=Installer(bpf))
+        done = subprocess.run([sys.executable, "-I", "-S", "-c", _PROBE, str(int(block_userns)),
+                               *numbers], capture_output=True, timeout=30,
+                              preexec_fn=Installer(bpf))
     except (OSError, subprocess.SubprocessError) as exc:
         return f"cannot run under the filter ({exc})"
     if done.returncode != 0 or done.stdout.strip() != b"ok":
