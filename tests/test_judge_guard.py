@@ -46,6 +46,8 @@ IN_PROCESS = {
                      "exec(compile(src, '<solution>', 'exec'), ns)\nanswer = ns['answer']\n"),
     "compile_by_path": ("ns = {}\nsrc = open(solution_path).read()\n"
                         "exec(compile(src, solution_path, 'exec'), ns)\nanswer = ns['answer']\n"),
+    "compile_as_verifier": ("ns = {}\nsrc = open(solution_path).read()\n"
+                            "exec(compile(src, __file__, 'exec'), ns)\nanswer = ns['answer']\n"),
     "ast_tree": ("import ast\nns = {}\ntree = ast.parse(open(solution_path).read())\n"
                  "exec(compile(tree, '<solution>', 'exec'), ns)\nanswer = ns['answer']\n"),
     "ast_part": ("import ast\nns = {}\nsrc = open(solution_path).read()\n"
@@ -61,6 +63,11 @@ IN_PROCESS = {
     "copy_and_import": ("import shutil, sys, os\nshutil.copy(solution_path, 'sol_copy.py')\n"
                         "sys.path.insert(0, os.getcwd())\nimport sol_copy\n"
                         "answer = sol_copy.answer\n"),
+    "subprocess_python": ("import subprocess, sys\n"
+                          "subprocess.run([sys.executable, solution_path], capture_output=True)\n"
+                          "answer = lambda: 'right'\n"),
+    "os_system_python": ("import os\nos.system('cd / && python3 ' + solution_path)\n"
+                         "answer = lambda: 'right'\n"),
 }
 # The same, through the runner's import guard: the module is load_solution's.
 PROXIED = {
@@ -154,7 +161,7 @@ def test_compiled_code_the_solution_left_is_refused(local_client):
 
 
 STATIC_AND_LOADED = '''
-import ast, collections, dataclasses
+import ast, collections, dataclasses, subprocess, sys
 from deepgym_solution import load_solution
 
 Case = collections.namedtuple("Case", "given want")
@@ -172,9 +179,12 @@ def verify(solution_path, test_cases_path=None):
     if any(isinstance(node, ast.Import) and node.names[0].name == "gc" for node in ast.walk(tree)):
         return {"score": 0.0, "details": "imports gc"}
     checks = [Check("defines answer", any(isinstance(n, ast.FunctionDef) for n in tree.body))]
+    shown = subprocess.run(["cat", solution_path], capture_output=True, text=True).stdout
+    ran = subprocess.run([sys.executable, "-c", "print(6 * 7)"], capture_output=True, text=True)
+    checks.append(Check("tools", shown == source and ran.stdout.strip() == "42"))
     exec("checks.append(Check('evaluated', ast.literal_eval('[1, 2]') == [1, 2]))")
     checks.append(Check("answer", load_solution(solution_path).answer() == "right"))
-    ok = all(check.ok or check.name != "answer" for check in checks)
+    ok = all(check.ok for check in checks)
     return 1.0 if ok and load_solution(solution_path).answer() == "right" else 0.0
 '''
 # A right answer that shares lines with what the verifier compiles of its own (dataclasses,
@@ -199,6 +209,30 @@ def answer():
 def test_static_checks_and_load_solution_still_judge(local_client, code):
     result = local_client.run(env(STATIC_AND_LOADED), code)
     assert result.has_verdict and result.score == 1.0 and result.error_type is None, result
+
+
+# A support file the host puts next to the verifier, which a right answer may equal line for
+# line: the verifier imports it (compiled in its process) and still judges.
+REFERENCE = """def answer():
+    # the reference answer, as the task's author wrote it
+    return "right"
+"""
+WITH_REFERENCE = """
+import os, sys
+from deepgym_solution import load_solution
+
+def verify(solution_path, test_cases_path=None):
+    sys.path.insert(0, os.getcwd())
+    import reference
+    return 1.0 if load_solution(solution_path).answer() == reference.answer() else 0.0
+"""
+
+
+def test_a_support_module_equal_to_the_answer_is_still_imported(local_client):
+    environment = Environment(name="guard", verifier_code=WITH_REFERENCE, timeout=20,
+                              case_timeout=5, support_files={"reference.py": REFERENCE})
+    result = local_client.run(environment, REFERENCE)
+    assert result.has_verdict and result.score == 1.0, result
 
 
 EXITS = {

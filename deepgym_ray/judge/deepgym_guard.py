@@ -20,8 +20,11 @@ What counts as the solution's code:
   bare keywords do not count);
 - a tree (``ast``) compiled to code whose source (``ast.unparse``) holds it the same way.
 ``ast.parse`` of the solution's text stays allowed: static checks are the verifier's business.
-Also refused here: replacing the runner's process (``os.exec*``) and libc's process-ending
-functions through ``ctypes``; either would end the run without its result.
+Also refused: a command (``subprocess``, ``os.system``, ``os.posix_spawn``, ``os.exec*``) that
+runs the solution's file with a Python interpreter or pytest, which would run it with the
+verifier's own rights outside the solution's sandbox; and replacing the runner's process
+(``os.exec*``) or libc's process-ending functions through ``ctypes``, which would end the run
+without its result.
 
 Example (what the runner does before the verifier runs):
     guard = install("solution.py", "/tmp/sol", 1234, "verifier.py", None)
@@ -50,6 +53,8 @@ _JUDGE = re.compile(r"deepgym_\w+\.py\Z")
 _BARE = re.compile(r"(?:(?:import|from)\s[\w.\s,()*]*(?:import\s[\w.\s,()*]*)?|"
                    r"[\W\d_]*|(?:else|try|finally|except|pass|break|continue|return|"
                    r"raise|yield|None|True|False)\W*)\Z")
+_PYTHON = re.compile(r"(?:python[\d.]*|pytest|py\.test)\Z")
+_SHELLS = frozenset({"sh", "bash", "dash", "zsh", "ksh"})
 _WRITES = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_APPEND
 _LIBC_EXITS = frozenset({"_exit", "_Exit", "exit", "quick_exit", "abort", "kill", "killpg",
                          "raise", "tgkill", "tkill", "pthread_kill", "syscall", "execve",
@@ -91,8 +96,7 @@ class Guard:
 
     def __init__(self, solution, solution_dir, uid, verifier, tests):
         self.solution = os.path.realpath(solution)
-        dirs = [d for d in {solution_dir, solution_dir and os.path.realpath(solution_dir)} if d]
-        self.dirs = tuple(d.rstrip(os.sep) + os.sep for d in dirs)
+        self.dirs = (solution_dir.rstrip(os.sep) + os.sep,) if solution_dir else ()
         self.uid = uid if uid is not None and uid != os.getuid() else None
         self.own = (verifier, tests)
         self.work = os.getcwd() + os.sep
@@ -104,7 +108,8 @@ class Guard:
         self.started = time.time_ns()
         self.pid = os.getpid()
         self.made = set()  # files this process wrote: never trusted as the host's
-        self.known = {}  # path -> is it the solution's (stable places only)
+        # path -> is it the solution's (stable places only); the runner's own verifier is not
+        self.known = {verifier: False, os.path.abspath(verifier): False}
         self.prints = {}  # "text" / "tree" -> _Print of the solution
         self.texts = None  # the verifier's own source and test cases, for the exclusions
         self.refusals = []
@@ -112,7 +117,9 @@ class Guard:
         self.handlers = {"compile": self._compile, "exec": self._exec, "open": self._open,
                          "import": self._import, "ctypes.dlopen": self._dlopen,
                          "ctypes.dlsym": self._dlsym, "ctypes.dlsym/handle": self._dlsym,
-                         "os.exec": self._os_exec, "os.rename": self._moved,
+                         "os.exec": self._os_exec, "subprocess.Popen": self._popen,
+                         "os.posix_spawn": self._popen, "os.system": self._system,
+                         "os.rename": self._moved,
                          "os.link": self._moved, "os.symlink": self._moved}
 
     def hook(self, event, args):
@@ -154,7 +161,9 @@ class Guard:
             return found
         full = os.path.abspath(path)
         real = os.path.realpath(full)
-        found = real == self.solution or any(p.startswith(d) or p + os.sep == d
+        if self.dirs and len(self.dirs) == 1:  # the directory's real path too, once needed
+            self.dirs += (os.path.realpath(self.dirs[0]).rstrip(os.sep) + os.sep,)
+        found = real == self.solution or any((p + os.sep).startswith(d)
                                              for p in (full, real) for d in self.dirs)
         if not found and self.uid is not None:
             for p in (full, real):
@@ -162,12 +171,14 @@ class Guard:
                     found = found or os.lstat(p).st_uid == self.uid
                 except (OSError, ValueError):
                     pass
-        if found or full.startswith(self.stable) and real.startswith(self.stable):
+        if found or (full + os.sep).startswith(self.stable) \
+                and (real + os.sep).startswith(self.stable):
             self.known[path] = found  # no solution process can write to these places
         return found
 
-    def _host_file(self, path):
-        """A judge or standard library file, or one the host put in the work directory."""
+    def _host_file(self, path, source):
+        """Is ``source`` a judge or standard library file, or one the host put in the work
+        directory (there before the run began, and what is compiled is what it holds)?"""
         try:
             full = os.path.realpath(os.fsdecode(path))
         except (TypeError, ValueError):
@@ -179,10 +190,17 @@ class Guard:
             return True  # (a judge module may be compiled by its plain name)
         if not full.startswith(self.work):
             return False
+        self.local.busy = True
         try:
-            return os.stat(full).st_ctime_ns < self.started  # there before the run began
-        except OSError:
+            if os.stat(full).st_ctime_ns >= self.started:
+                return False
+            with open(full, "rb") as f:
+                held = f.read()
+            return held == (source.encode("utf-8") if isinstance(source, str) else source)
+        except (OSError, UnicodeError):
             return False
+        finally:
+            self.local.busy = False
 
     # -- the events ----------------------------------------------------------------------------
 
@@ -190,13 +208,16 @@ class Guard:
         source, filename = args[0], args[1]
         # Who called compile(): ast.parse only reads the text; dataclasses and namedtuple
         # write code from the verifier's own field names (which common code may share).
-        caller = sys._getframe(2).f_code
-        if (caller.co_name, caller.co_filename) in _readers():
+        try:
+            caller = sys._getframe(2).f_code
+        except ValueError:  # compiled with no Python caller at all
+            caller = None
+        if caller is not None and (caller.co_name, caller.co_filename) in _readers():
             return
         if isinstance(source, (str, bytes, bytearray)):
             if filename is not None and self.theirs(filename):
                 self.refuse(f"compiled the solution's file ({os.fsdecode(filename)})")
-            if filename is not None and self._host_file(filename):
+            if filename is not None and self._host_file(filename, source):
                 return
             if self._holds(_text(source), "text"):
                 self.refuse("compiled the solution's text (exec, eval or compile of it)")
@@ -218,7 +239,7 @@ class Guard:
         path, mode, flags = args[0], args[1], args[2]
         if isinstance(path, int):
             return
-        if (isinstance(mode, str) and any(c in mode for c in "wax+")) \
+        if (isinstance(mode, str) and mode.strip("rbtU")) \
                 or (mode is None and isinstance(flags, int) and flags & _WRITES):
             self._moved((None, path))
             return
@@ -254,9 +275,44 @@ class Guard:
                         "process without its result; use sys.exit, or subprocess")
 
     def _os_exec(self, args):
+        self._popen(args)
         if os.getpid() == self.pid:
             self.refuse("replaced the process (os.exec*)", "the run would end without its "
                         "result; use subprocess")
+
+    def _popen(self, args):
+        program, argv = args[0], args[1]
+        words = [program] + list(argv) if isinstance(argv, (list, tuple)) else [program, argv]
+        self._command([w for w in words if isinstance(w, (str, bytes))])
+
+    def _system(self, args):
+        self._command(["/bin/sh", "-c", args[0]])
+
+    def _command(self, words):
+        """Refuse a command that runs the solution's file with a Python interpreter (or
+        pytest): that would run it with the verifier's own rights, outside its sandbox."""
+        words = [os.fsdecode(w) for w in words]
+        if len(words) >= 3 and os.path.basename(words[0]) in _SHELLS and "-c" in words:
+            import shlex  # only for a shell's command line
+
+            try:
+                words = shlex.split(words[words.index("-c") + 1])
+            except (ValueError, IndexError):
+                words = " ".join(words).split()
+        for i, word in enumerate(words):
+            name = os.path.basename(word)
+            if not _PYTHON.match(name):
+                continue
+            for arg in words[i + 1:]:  # the script run (pytest: every file named)
+                if arg in ("-c", "-m"):
+                    break
+                if arg[:1] == "-" or len(arg) > 4096:
+                    continue
+                if self.theirs(arg):
+                    self.refuse(f"ran the solution's file as a program ({' '.join(words)[:200]}),"
+                                " with its own rights, outside the solution's sandbox")
+                if name.startswith("python"):
+                    break
 
     # -- text ----------------------------------------------------------------------------------
 
