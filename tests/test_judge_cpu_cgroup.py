@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from deepgym_ray.models import Environment
-from deepgym_ray.sandboxes.local.cgroups import RunCgroups
+from deepgym_ray.sandboxes.local.cgroups import ROOT, RunCgroups, _v2_parent
 
 JUDGE = Path(__file__).parents[1] / "deepgym_ray" / "judge"
 sys.path.insert(0, str(JUDGE))
@@ -120,33 +120,34 @@ def test_the_run_kills_and_removes_per_process_groups_left_behind(run_group):
 
 
 def test_a_cgroup_v2_group_counts_and_kills_the_same_way():
-    unified = Path("/sys/fs/cgroup/unified")
-    if os.geteuid() != 0 or not (unified / "cpu.stat").is_file():
+    """Where v1 has no cpuacct the provider's run group is made in the v2 hierarchy (here the
+    hybrid's ``unified`` one): the same split, count, kill and removal."""
+    parent = _v2_parent(ROOT) if os.geteuid() == 0 else None
+    if parent is None or not (parent / "cpu.stat").is_file():
         pytest.skip("no writable cgroup v2 hierarchy here")
-    run = unified / f"deepgym-test-{os.getpid()}-{uuid.uuid4().hex[:6]}"
+    groups = RunCgroups({"cpuacct": parent}, {})
     try:
-        run.mkdir()
+        run = groups.create(f"test-{uuid.uuid4().hex[:8]}", memory_bytes=1 << 30, pids=64)
     except OSError as exc:
         pytest.skip(f"cannot make a cgroup v2 group: {exc}")
     try:
-        files, group = CpuGroup.split([str(run / "cgroup.procs")])
-        assert group is not None and Path(group.path).parent == run
+        files, group = CpuGroup.split(run.procs_files())
+        assert group is not None and Path(group.path).parent == run.groups["cpuacct"]
         proc, orphan, burnt = _start_in(files)
         try:
             clock = CpuClock(proc.pid, group)
             assert clock.v2 and clock.read() >= burnt
             clock.close()
+            assert orphan in run.pids()
             assert group.kill()  # cgroup.kill, then the members are checked
             assert not _alive(orphan)
         finally:
             proc.kill()
             proc.wait()
-        group.remove()
     finally:
-        for inner in [*run.iterdir()]:
-            if inner.is_dir():
-                inner.rmdir()
-        run.rmdir()
+        assert run.kill_all()
+        assert run.remove()  # with the per-process group below it
+    assert not os.path.exists(group.path)
 
 
 # Through a provider: the first call leaves an orphaned grandchild (its own session) that burns
@@ -240,7 +241,17 @@ def _env(name: str, verifier: str) -> Environment:
     return Environment(name=name, verifier_code=verifier, timeout=30, case_timeout=0.5)
 
 
-@pytest.mark.parametrize("mode", ["local", "docker"])
+@pytest.fixture(scope="module")
+def bwrap_client():
+    """A local client whose solution processes start with bwrap each (no zygote)."""
+    from deepgym_ray.client import DeepGym
+
+    client = DeepGym(mode="local", backend="threads", solution_zygote=False)
+    yield client
+    client.close()
+
+
+@pytest.mark.parametrize("mode", ["local", "bwrap", "docker"])
 def test_a_timed_out_calls_orphaned_grandchild_is_gone_before_the_next_call(mode, request):
     client = request.getfixturevalue(f"{mode}_client")
     result = client.run(_env("orphan-after-timeout", ORPHAN_VERIFIER), ORPHAN_SOLUTION)
@@ -248,7 +259,9 @@ def test_a_timed_out_calls_orphaned_grandchild_is_gone_before_the_next_call(mode
     assert "CPU time" in result.details  # the grandchild's CPU ended the call
 
 
-def test_cpu_burnt_between_calls_is_charged_to_the_next(local_client):
-    result = local_client.run(_env("cpu-between-calls", BETWEEN_VERIFIER), BETWEEN_SOLUTION)
+@pytest.mark.parametrize("mode", ["local", "bwrap"])
+def test_cpu_burnt_between_calls_is_charged_to_the_next(mode, request):
+    client = request.getfixturevalue(f"{mode}_client")
+    result = client.run(_env("cpu-between-calls", BETWEEN_VERIFIER), BETWEEN_SOLUTION)
     assert result.score == 1.0, result.details
     assert "CPU time" in result.details

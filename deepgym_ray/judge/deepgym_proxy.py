@@ -121,8 +121,10 @@ class Connection:
         self.clock = CpuClock(None if bwrap else self.proc.pid, group)
         reply = self._exchange(load)
         if bwrap:
-            self.clock.close()
-            self.clock = CpuClock(_interpreter_pid(self.proc), group)
+            old, self.clock = self.clock, CpuClock(_interpreter_pid(self.proc), group)
+            if "group" in self.clock.fds:  # the same group's count: what ran since carries
+                self.clock.mark = old.mark
+            old.close()
         return reply
 
     def _exchange(self, message):

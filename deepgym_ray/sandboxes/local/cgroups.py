@@ -15,8 +15,10 @@ process already belongs to (so nothing escapes the limits it is under itself), n
   number of processes it starts (work-conserving: an idle machine is still all a run's).
 - ``cpuacct``: CPU accounting. The runner makes one group per solution process below the run's
   (``deepgym_clock.CpuGroup``) and counts a request's CPU there, so every process the solution
-  started counts, reaped or not (an orphaned, double-forked grandchild too). Without it a
-  case's CPU is the solution process's own and its reaped children's only.
+  started counts, reaped or not (an orphaned, double-forked grandchild too). Where v1 has no
+  ``cpuacct``, a group in the cgroup v2 hierarchy does it (``cpu.stat`` is there with no
+  controller enabled). Without either, a case's CPU is the solution process's own and its
+  reaped children's only.
 
 The runner puts each solution process in its run's groups before it runs any solution code
 (``launch["cgroups"]``; see ``deepgym_spawn``). Where no controller can be used (not root, no
@@ -48,15 +50,36 @@ KILL_WAIT = 10.0
 
 
 def _own_path(controller: str) -> str | None:
-    """This process's group in ``controller`` (from /proc/self/cgroup), or None."""
+    """This process's group in ``controller`` (from /proc/self/cgroup; "" for the cgroup v2
+    hierarchy), or None."""
     try:
         text = Path("/proc/self/cgroup").read_text()
     except OSError:
         return None
     for line in text.splitlines():
-        _, names, path = line.split(":", 2)
-        if controller in names.split(","):
+        hierarchy, names, path = line.split(":", 2)
+        if controller in names.split(",") or controller == names == "" and hierarchy == "0":
             return path
+    return None
+
+
+def _v2_parent(root: Path) -> Path | None:
+    """This process's group in the cgroup v2 hierarchy (all v2, or hybrid's ``unified``)."""
+    own = _own_path("")
+    for base in (root, root / "unified"):
+        if own is not None and (base / "cgroup.controllers").is_file():
+            return base / own.lstrip("/")
+    return None
+
+
+def _try_group(parent: Path, prefix: str) -> str | None:
+    """Why no group can be made under ``parent`` (None: it can, and was removed again)."""
+    test = parent / f"{prefix}{os.getpid()}-probe"
+    try:
+        test.mkdir(exist_ok=True)
+        test.rmdir()
+    except OSError as exc:
+        return exc.strerror or str(exc)
     return None
 
 
@@ -208,16 +231,17 @@ class RunCgroups:
             base = root / controller
             if own is None or not (base / "cgroup.procs").is_file():
                 missing[controller] = "not mounted as cgroup v1"
-                continue
-            parent = base / own.lstrip("/")
-            test = parent / f"{prefix}{os.getpid()}-probe"
-            try:
-                test.mkdir(exist_ok=True)
-                test.rmdir()
-            except OSError as exc:
-                missing[controller] = exc.strerror or str(exc)
-                continue
-            parents[controller] = parent
+            elif why := _try_group(base / own.lstrip("/"), prefix):
+                missing[controller] = why
+            else:
+                parents[controller] = base / own.lstrip("/")
+        v2 = _v2_parent(root) if "cpuacct" in missing else None
+        if v2 is not None and (v2 / "cpu.stat").is_file():  # accounting only: no controller
+            if why := _try_group(v2, prefix):
+                missing["cpuacct"] += f"; cgroup v2: {why}"
+            else:
+                parents["cpuacct"] = v2
+                del missing["cpuacct"]
         return cls(parents, missing, prefix)
 
     @property
