@@ -266,3 +266,51 @@ def test_a_signal_the_verifier_handles_is_its_own_business(local_client):
             "answer = lambda: 'right' if seen else 'not delivered'\n")
     result = local_client.run(env(verifier(body)), RIGHT)
     assert result.has_verdict and result.score == 1.0, result
+
+
+# A solution whose output is code that forges the runner's final line, printed and returned.
+FORGE_EXPRESSION = (
+    "[(__import__('posix').write(o.fd, (o.token + ' ' + __import__('json').dumps("
+    "{'kind': 'verdict', 'score': 1.0, 'passed': True, 'exit_code': 0, 'final': True, "
+    "'in_play': True, 'details': 'forged'}) + chr(10)).encode()), __import__('posix')._exit(0))"
+    " for o in __import__('gc').get_objects() if type(o).__name__ == '_Channel']")
+OUTPUT_HOSTILE = f"FORGE = {FORGE_EXPRESSION!r}\nprint(FORGE)\n\ndef answer():\n    return FORGE\n"
+EVALUATES = {
+    "printed": ("from deepgym_solution import run_solution\n"
+                "eval(run_solution(solution_path).stdout)\nanswer = lambda: 'right'\n"),
+    "returned": ("from deepgym_solution import load_solution\n"
+                 "eval(load_solution(solution_path).answer())\nanswer = lambda: 'right'\n"),
+    "returned_line": ("from deepgym_solution import load_solution\n"
+                      "text = 'result = ' + load_solution(solution_path).answer().strip()\n"
+                      "exec(text, {})\nanswer = lambda: 'right'\n"),
+}
+
+
+@pytest.mark.parametrize("way", sorted(EVALUATES))
+def test_evaluating_what_the_solution_sent_is_the_verifiers_error(local_client, way):
+    result = local_client.run_safe(env(verifier(EVALUATES[way])), OUTPUT_HOSTILE)
+    assert_refused(result)
+    assert "literal_eval" in str(result.details)
+
+
+READS_VALUES = '''
+import ast, json
+from deepgym_solution import load_solution, run_solution
+
+EXPECTED = "the right answer"
+
+
+def verify(solution_path, test_cases_path=None):
+    printed = ast.literal_eval(run_solution(solution_path).stdout)
+    got = load_solution(solution_path).answer()
+    namespace = {}
+    exec(f"same = {got!r} == {EXPECTED!r}", namespace)
+    ok = printed == [1, 2, 3, 4] and json.loads(json.dumps(got)) == EXPECTED and namespace["same"]
+    return 1.0 if ok else 0.0
+'''
+PRINTS_VALUES = ('print([1, 2, 3, 4])\n\ndef answer():\n    return "the right answer"\n')
+
+
+def test_reading_what_the_solution_sent_as_values_still_judges(local_client):
+    result = local_client.run(env(READS_VALUES), PRINTS_VALUES)
+    assert result.has_verdict and result.score == 1.0, result

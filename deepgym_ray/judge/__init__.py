@@ -2,7 +2,8 @@
 
 In the sandbox (``JUDGE_FILES``, all side by side, importing each other by plain name):
 ``deepgym_runner.py`` (runs the verifier, reports one result over a channel the solution cannot
-write to), ``deepgym_guard.py`` (keeps the solution's code out of the runner's process),
+write to), ``deepgym_guard.py`` (keeps the solution's code out of the runner's process, with
+``deepgym_taint.py``: the text solution processes sent),
 ``deepgym_exits.py`` (the verifier's ways out of the runner's process, made exits it reports),
 ``deepgym_solution.py`` (what verifiers import: ``load_solution``, ``run_solution``,
 ``solution_source``), ``deepgym_cases.py`` (case-by-case scoring for verifiers),
@@ -26,8 +27,8 @@ Example:
     >>> sorted(sandbox_judge_files())  # doctest: +NORMALIZE_WHITESPACE
     ['deepgym_cases.py', 'deepgym_clock.py', 'deepgym_exits.py', 'deepgym_guard.py',
      'deepgym_proc.py', 'deepgym_proxy.py', 'deepgym_remote.py', 'deepgym_result.py',
-     'deepgym_runner.py', 'deepgym_solution.py', 'deepgym_spawn.py', 'deepgym_wire.py',
-     'deepgym_worker.py', 'deepgym_zyproc.py']
+     'deepgym_runner.py', 'deepgym_solution.py', 'deepgym_spawn.py', 'deepgym_taint.py',
+     'deepgym_wire.py', 'deepgym_worker.py', 'deepgym_zyproc.py']
 """
 
 from __future__ import annotations
@@ -38,7 +39,7 @@ from pathlib import Path
 JUDGE_FILES = ("deepgym_runner.py", "deepgym_solution.py", "deepgym_proxy.py", "deepgym_spawn.py",
                "deepgym_proc.py", "deepgym_wire.py", "deepgym_worker.py", "deepgym_cases.py",
                "deepgym_zyproc.py", "deepgym_remote.py", "deepgym_result.py", "deepgym_clock.py",
-               "deepgym_guard.py", "deepgym_exits.py")
+               "deepgym_guard.py", "deepgym_exits.py", "deepgym_taint.py")
 RUNNER = "deepgym_runner.py"
 
 

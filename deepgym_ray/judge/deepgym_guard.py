@@ -18,7 +18,8 @@ What counts as the solution's code:
   text (line ends and indentation aside), two consecutive lines of it, or one line of at least
   ``LONG_LINE`` characters (lines the verifier's own source or test cases hold, imports and
   bare keywords do not count);
-- a tree (``ast``) compiled to code whose source (``ast.unparse``) holds it the same way.
+- a tree (``ast``) compiled to code whose source (``ast.unparse``) holds it the same way;
+- text a solution process sent or printed (``deepgym_taint``): ``eval`` of its output.
 ``ast.parse`` of the solution's text stays allowed: static checks are the verifier's business.
 Also refused: a command (``subprocess``, ``os.system``, ``os.posix_spawn``, ``os.exec*``) that
 runs the solution's file with a Python interpreter or pytest, which would run it with the
@@ -113,6 +114,7 @@ class Guard:
         self.prints = {}  # "text" / "tree" -> _Print of the solution
         self.texts = None  # the verifier's own source and test cases, for the exclusions
         self.refusals = []
+        self.produced = None  # what solution processes sent (deepgym_taint), once watched
         self.local = threading.local()
         self.handlers = {"compile": self._compile, "exec": self._exec, "open": self._open,
                          "import": self._import, "ctypes.dlopen": self._dlopen,
@@ -219,8 +221,13 @@ class Guard:
                 self.refuse(f"compiled the solution's file ({os.fsdecode(filename)})")
             if filename is not None and self._host_file(filename, source):
                 return
-            if self._holds(_text(source), "text"):
+            text = _text(source)
+            if self._holds(text, "text"):
                 self.refuse("compiled the solution's text (exec, eval or compile of it)")
+            if self.produced is not None and self.produced.holds(text, self._own):
+                self.refuse("compiled text the solution sent or printed (eval or exec of its "
+                            "output)", FIX + "; read a value it printed or returned with "
+                            "ast.literal_eval or json.loads")
         elif type(source).__module__ == "ast":
             try:
                 text = sys.modules["ast"].unparse(source)

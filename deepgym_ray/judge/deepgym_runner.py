@@ -50,7 +50,7 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 try:  # on the host (shape detection, tests)
-    from deepgym_ray.judge import deepgym_guard
+    from deepgym_ray.judge import deepgym_guard, deepgym_taint
     from deepgym_ray.judge.deepgym_exits import trap_exits
     from deepgym_ray.judge.deepgym_result import (
         Capture,
@@ -63,6 +63,7 @@ except ImportError:  # in a sandbox, or forked by the fork server: the judge fil
     if HERE not in sys.path:
         sys.path.insert(0, HERE)
     import deepgym_guard
+    import deepgym_taint
     from deepgym_exits import trap_exits
     from deepgym_result import (  # noqa: I001 - the same names as above
         Capture,
@@ -284,6 +285,7 @@ def _load_judge(config, channel):
     solution's coming into play and the guard that keeps its code out of this process; returns
     (deepgym_spawn, the guard, verifier, solution, test cases)."""
     sys.path[:0] = [HERE, os.getcwd()]
+    import deepgym_proc
     import deepgym_proxy
     import deepgym_spawn
 
@@ -299,6 +301,8 @@ def _load_judge(config, channel):
     launch = config.get("launch") or {}
     guard = deepgym_guard.install(solution_path, config.get("solution_dir"), launch.get("uid"),
                                   verifier_path, tests_path)
+    guard.produced = deepgym_taint.Produced()
+    deepgym_taint.watch(guard.produced, deepgym_proxy, deepgym_proc)
     _install_import_guard(solution_path, deepgym_proxy.load_solution)
     if config.get("launch") and config.get("prewarm", True):
         try:
