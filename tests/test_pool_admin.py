@@ -159,3 +159,27 @@ def test_status_without_a_cluster_says_so(tmp_path):
         env=env, capture_output=True, text=True, timeout=120)
     assert "no Ray cluster is running here" in done.stdout, done.stderr
     assert "nothing started" in done.stdout
+
+
+def test_a_recorded_cluster_that_is_gone_leaves_a_local_instance(ray_temp_dir):
+    """A `ray start` record naming an address nobody answers at: Ray itself would retry it
+    for minutes; the warning's promise, a local instance, is what happens."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        dead = f"127.0.0.1:{sock.getsockname()[1]}"
+    os.makedirs(os.path.join(ray_temp_dir, "ray"))
+    with open(os.path.join(ray_temp_dir, "ray", "ray_current_cluster"), "w") as f:
+        f.write(dead)
+    code = ("from deepgym_ray.pool.connect import ensure_ray\n"
+            "ray = ensure_ray()\n"
+            "print('started', ray.get_runtime_context().gcs_address)\n"
+            "ray.shutdown()\n")
+    env = {k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"}
+    env["RAY_TMPDIR"] = ray_temp_dir
+    # (The limit only keeps a hang from holding the suite: it took minutes before.)
+    proc = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
+                          text=True, timeout=240)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    started = proc.stdout.split()
+    assert started[0] == "started" and started[1] != dead
+    assert f"the Ray cluster `ray start` recorded at {dead} does not answer" in proc.stderr

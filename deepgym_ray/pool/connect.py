@@ -150,14 +150,25 @@ def _check_reachable(address: str, timeout: float) -> None:
         "embedded local instance.")
 
 
-def _auth_hint(exc: BaseException) -> ClusterConnectionError | None:
+_TOKEN_HELP = ("Set RAY_AUTH_MODE=token and give the cluster's token (the file "
+               "~/.ray/auth_token, or RAY_AUTH_TOKEN / RAY_AUTH_TOKEN_PATH).")
+
+
+def _auth_hint(exc: BaseException, address: str | None = None) -> ClusterConnectionError | None:
+    """The error for a join that failed, with the token hint, or None. Ray's core logs
+    ``InvalidAuthToken`` and then raises only a generic "Failed to connect", so any failed
+    join at ``address`` names token authentication as a likely cause."""
     text = f"{type(exc).__name__}: {exc}".lower()
-    if not any(word in text for word in _AUTH_WORDS):
+    if any(word in text for word in _AUTH_WORDS):
+        return ClusterConnectionError(
+            "the Ray cluster refused this process's authentication: it runs with token "
+            "authentication. " + _TOKEN_HELP)
+    if address is None:
         return None
     return ClusterConnectionError(
-        "the Ray cluster refused this process's authentication: it runs with token "
-        "authentication. Set RAY_AUTH_MODE=token and give the cluster's token (the file "
-        "~/.ray/auth_token, or RAY_AUTH_TOKEN / RAY_AUTH_TOKEN_PATH).")
+        f"could not join the Ray cluster at {address} ({type(exc).__name__}: "
+        f"{' '.join(str(exc).split())[:300]}). If the cluster runs with token authentication "
+        "(Ray logs InvalidAuthToken), this process lacks its token: " + _TOKEN_HELP)
 
 
 def started_here() -> bool:
@@ -204,13 +215,16 @@ def ensure_ray(address: str | None = None, **init_kwargs: Any):
                 with _ray_start_chatter_to_our_log():
                     ray.init(address=target, ignore_reinit_error=True)
             except Exception as exc:
-                hint = _auth_hint(exc)
+                hint = _auth_hint(exc, target)
                 if hint is None:
                     raise
                 raise hint from exc
         else:
             logger.info("no Ray cluster found: starting a local one on 127.0.0.1")
             options: dict[str, Any] = {
+                # "local" makes Ray start one: without it, ray.init reads the same record of
+                # a dead `ray start` cluster and retries it for minutes.
+                "address": "local",
                 "include_dashboard": False,
                 "_node_ip_address": "127.0.0.1",
                 "ignore_reinit_error": True,

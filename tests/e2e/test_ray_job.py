@@ -90,10 +90,10 @@ def ray_head():
         # Keep 127.0.0.1 as the node address (Ray otherwise swaps it for the routable one).
         RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER="0",
     )
-    dashboard = _free_port()
+    dashboard, gcs = _free_port(), _free_port()
     command = [
         str(ray_bin), "start", "--head", "--block",
-        "--node-ip-address", "127.0.0.1", "--port", str(_free_port()),
+        "--node-ip-address", "127.0.0.1", "--port", str(gcs),
         "--include-dashboard=true", "--dashboard-host", "127.0.0.1",
         "--dashboard-port", str(dashboard),
         "--dashboard-agent-listen-port", str(_free_port()),
@@ -114,7 +114,7 @@ def ray_head():
                 break
             assert time.monotonic() < deadline, probe.stdout + probe.stderr
             time.sleep(1)
-        yield url, env
+        yield url, env, f"127.0.0.1:{gcs}"
     finally:
         _stop_session(proc)
         log.close()
@@ -122,7 +122,7 @@ def ray_head():
 
 
 def test_eval_as_a_ray_job(ray_head, tmp_path):
-    url, env = ray_head
+    url, env, gcs = ray_head
     out_file = tmp_path / "humaneval.jsonl"
     submit = [
         str(Path(sys.executable).with_name("ray")), "job", "submit", "--address", url, "--",
@@ -142,3 +142,16 @@ def test_eval_as_a_ray_job(ray_head, tmp_path):
     records = [json.loads(line) for line in out_file.read_text().splitlines()]
     assert sorted(r["task_id"] for r in records) == sorted(f"humaneval/{i}" for i in range(TASKS))
     assert all(r["passed"] and r["has_verdict"] and r["sandbox_id"] for r in records)
+
+    # A process without the cluster's token is told how to give it (Ray itself says only
+    # "Failed to connect", after its core logged InvalidAuthToken).
+    home = tmp_path / "home"  # no ~/.ray/auth_token of another cluster's either
+    home.mkdir()
+    stranger = {k: v for k, v in env.items() if not k.startswith("RAY_AUTH")}
+    stranger.update(RAY_ADDRESS=gcs, HOME=str(home))
+    proc = subprocess.run(["deepgym-ray", "eval", "coin_change", "--reference", "--backend",
+                           "ray", "--no-progress"], env=stranger, capture_output=True,
+                          text=True, timeout=600)
+    assert proc.returncode != 0, proc.stdout
+    assert "RAY_AUTH_MODE=token" in proc.stderr and "auth_token" in proc.stderr, \
+        proc.stderr[-3000:]
