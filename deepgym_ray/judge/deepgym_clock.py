@@ -117,6 +117,8 @@ class CpuGroup:
         ``wait`` seconds). cgroup v2's ``cgroup.kill`` does it at once; in v1 the members are
         listed and killed until the list is empty (a fork in between is caught by the next
         round, and the run's process limit bounds the rounds). Never for a ``whole`` group."""
+        if self.whole:
+            return False
         try:
             fd = os.open(os.path.join(self.path, "cgroup.kill"), os.O_WRONLY | os.O_CLOEXEC)
             try:
