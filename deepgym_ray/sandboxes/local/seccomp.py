@@ -40,13 +40,10 @@ Example:
 from __future__ import annotations
 
 import errno
-import logging
 import os
 import subprocess
 import sys
 from functools import lru_cache
-
-logger = logging.getLogger(__name__)
 
 DENIED = (
     "add_key", "keyctl", "request_key",
