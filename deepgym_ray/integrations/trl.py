@@ -11,7 +11,9 @@ last assistant turn is the answer) is routed to its environment (a
 :class:`~deepgym_ray.reward.mixed.MixedEnvironment` reads the row's columns), scored on the Ray pool
 with at most ``max_parallel`` runs in flight, and turned into a reward: the score, or one reward
 component with ``component=`` (a result without that component gives its score), or None where there
-is no verdict (TRL then leaves the completion out of its group's baseline). It logs the batch's
+is no verdict (TRL then leaves the completion out of its group's baseline, but only when every
+reward function gives None: beside other functions, wrap them all with
+:func:`~deepgym_ray.integrations.trl_mask.mask_unjudged`). It logs the batch's
 no-verdict rate as ``<name>/no_verdict_rate`` and each completion's ``error_type``.
 Functions built on the same client and environment (one per component) score each batch once
 between them (see :mod:`deepgym_ray.integrations.shared_batch`).
