@@ -299,6 +299,10 @@ class Guard:
         """Refuse a command that runs the solution's file with a Python interpreter (or
         pytest): that would run it with the verifier's own rights, outside its sandbox."""
         words = [os.fsdecode(w) for w in words]
+        line = "\0".join(words)
+        if ".py" not in line and not any(d[:-1] in line for d in self.dirs) \
+                and os.path.basename(self.solution) not in line:
+            return  # names no Python file and nothing of the solution's (a worker's start)
         if len(words) >= 3 and os.path.basename(words[0]) in _SHELLS and "-c" in words:
             import shlex  # only for a shell's command line
 
