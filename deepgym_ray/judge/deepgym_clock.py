@@ -54,19 +54,20 @@ _V1, _V2 = "cpuacct.usage", "cpu.stat"  # a group's CPU in ns (v1), usage_usec l
 _MADE = [0]  # groups this process made (their names must not repeat)
 
 
-def _accounts(directory):
+def _accounts(directory, versions=(_V1, _V2)):
     """The file in which the cgroup ``directory`` counts its CPU, or None."""
-    for name in (_V1, _V2):
+    for name in versions:
         path = os.path.join(directory, name)
-        if os.path.isfile(path):
-            if name == _V1:
+        if name == _V1:
+            if os.path.isfile(path):
                 return path
-            try:
-                with open(path, "rb") as f:
-                    if f.read(11) == b"usage_usec ":
-                        return path
-            except OSError:
-                pass
+            continue
+        try:  # v1's cpu controller has a cpu.stat too, without usage_usec
+            with open(path, "rb") as f:
+                if f.read(11) == b"usage_usec ":
+                    return path
+        except OSError:
+            pass
     return None
 
 
@@ -87,19 +88,20 @@ class CpuGroup:
         be made: then the process joins the run's groups as they are), the first of the
         sandbox's groups ``whole`` that counts CPU, or None."""
         files = list(procs_files or ())
-        for at, procs in enumerate(files):
-            parent = os.path.dirname(procs)
-            if _accounts(parent) is None:
-                continue
-            _MADE[0] += 1
-            path = os.path.join(parent, f"s{os.getpid()}-{_MADE[0]}")
-            try:
-                os.mkdir(path, 0o755)  # root's, like the run's: the solution cannot write it
-            except OSError:
-                return files, None
-            group = cls(path)
-            files[at] = group.procs
-            return files, group
+        for version in (_V1, _V2):  # v1's file first (a stat each); v2's read only if none
+            for at, procs in enumerate(files):
+                parent = os.path.dirname(procs)
+                if _accounts(parent, (version,)) is None:
+                    continue
+                _MADE[0] += 1
+                path = os.path.join(parent, f"s{os.getpid()}-{_MADE[0]}")
+                try:
+                    os.mkdir(path, 0o755)  # root's, like the run's: the solution cannot write it
+                except OSError:
+                    return files, None
+                group = cls(path)
+                files[at] = group.procs
+                return files, group
         for path in whole or ():
             if _accounts(path) is not None:
                 return files, cls(path, whole=True)
