@@ -4,14 +4,17 @@
 ``run_batch`` and ``eval`` turn every raise into a result without a verdict, so one bad run
 never sinks a batch. The code is taken out of each completion here, once, on the driver; a
 :class:`~deepgym_ray.scoring.Scorer` (the sandbox settings, small and picklable) scores it, on
-the shared Ray pool's actors or on this process's threads (``backend``).
+the shared Ray pool's actors or on this process's threads (``backend``). The default,
+``backend="auto"``, is the CLI's rule: the pool when this process is already on Ray or a
+cluster is running (``RAY_ADDRESS``, ``ray start``), otherwise threads, since a Ray instance
+started for one machine adds seconds of start-up and no cores; which one is logged at INFO.
 
 Example:
     from deepgym_ray import DeepGym, load_environment
     dg = DeepGym(mode="local")
     env = load_environment("coin_change")
     dg.run(env, "```python\\n" + env.reference_solution + "```").score    # 1.0
-    dg.run_batch(env, completions).pass_rate                               # on the Ray pool
+    dg.run_batch(env, outputs).pass_rate      # on the Ray pool when a cluster is running
 """
 
 from __future__ import annotations
@@ -44,7 +47,7 @@ class DeepGym:
     remote provider's SDK and credentials) now, so a wrong key fails here, in one line."""
 
     def __init__(self, mode: str = "auto", *, config: DeepGymConfig | None = None,
-                 provider: ProviderSpec = None, backend: str = "ray",
+                 provider: ProviderSpec = None, backend: str = "auto",
                  max_parallel: int | None = None, check: bool = True,
                  **provider_options: Any) -> None:
         if config is None:
@@ -63,11 +66,28 @@ class DeepGym:
         self.config = config
         self.scorer = Scorer(config.mode, config.provider_options, provider)
         self._on_pool = False  # scored on the Ray pool: close() releases it
+        self._backend: str | None = None  # "auto" resolved on the first batch
         if provider is None and check:
             # A mode that cannot run here fails now, once, not on every run of a batch.
             from deepgym_ray.sandboxes import check_mode
 
             check_mode(config.mode, **config.provider_options)
+
+    @property
+    def backend(self) -> str:
+        """``"ray"`` or ``"threads"``: the configured backend, ``"auto"`` resolved once (the
+        pool when this process is on Ray or a cluster is running, else threads)."""
+        if self._backend is None:
+            backend = self.config.backend
+            if backend == "auto":
+                from deepgym_ray.pool.connect import auto_backend
+
+                backend = auto_backend()
+                logger.info("backend auto: %s", "the Ray pool (a Ray cluster is running)"
+                            if backend == "ray" else "this process's threads (no Ray cluster "
+                            "is running; backend='ray' starts a local one)")
+            self._backend = backend
+        return self._backend
 
     def __repr__(self) -> str:
         return f"DeepGym(mode={self.config.mode!r}, backend={self.config.backend!r})"
@@ -192,7 +212,7 @@ class DeepGym:
         each result as soon as it is known; the list comes back in input order."""
         limit = check_max_parallel(self.config.max_parallel if max_parallel is None
                                    else max_parallel)
-        if self.config.backend == "threads":
+        if self.backend == "threads":
             return map_threads(self.scorer, envs, codes, limit, on_result)
         from deepgym_ray.pool import get_pool
 

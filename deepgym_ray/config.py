@@ -123,7 +123,9 @@ class DeepGymConfig(BaseModel):
 
     mode: str = "auto"  # one of MODES, checked by _mode
     provider_options: dict[str, Any] = Field(default_factory=dict)
-    backend: Literal["ray", "threads"] = "ray"  # the Ray pool, or this process's threads
+    # The Ray pool, this process's threads, or auto: the pool when this process is on Ray
+    # or a cluster is running, threads otherwise (a local Ray adds start-up, not cores).
+    backend: Literal["auto", "ray", "threads"] = "auto"
     max_parallel: int = Field(default=32, ge=1)
     pool: PoolConfig = Field(default_factory=PoolConfig)
 

@@ -141,7 +141,7 @@ def test_other_bad_settings_are_one_clear_line():
     cases = [
         ({"mode": "nonsense"}, "unknown sandbox mode 'nonsense'; choose one of auto, local, "
                                "docker, daytona"),
-        ({"backend": "gpu"}, "backend: Input should be 'ray' or 'threads', got 'gpu'"),
+        ({"backend": "gpu"}, "backend: Input should be 'auto', 'ray' or 'threads', got 'gpu'"),
         ({"surprise": 1}, "surprise: unknown setting"),
         ({"pool": {"actors": -1}}, "pool.actors: Input should be greater than or equal to 1"),
     ]

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import os
 import pickle
+import subprocess
+import sys
 
 import pytest
 from ray import cloudpickle
@@ -71,3 +74,29 @@ def test_eval_defaults_to_reference_solutions():
     assert result.env_names == ["coin_change", "prime_factors"] and result.pass_rate == 1.0
     with pytest.raises(ValueError, match="outputs"):
         DeepGym("local").eval(["coin_change"], ["a", "b"])
+
+
+def test_the_default_backend_scores_in_process_without_a_cluster(ray_temp_dir):
+    """backend='auto' (the default) is the CLI's rule: no running cluster, no Ray started
+    (a local one cost 11-23 s on the first batch); the choice is said at INFO."""
+    code = (
+        "import logging, sys\n"
+        "logging.basicConfig(level=logging.INFO, format='%(name)s: %(message)s')\n"
+        "from deepgym_ray import DeepGym, load_environment\n"
+        "env = load_environment('coin_change')\n"
+        "dg = DeepGym(mode='local')\n"
+        "batch = dg.run_batch(env, [env.reference_solution, 'x = 1'])\n"
+        "print('scores', [r.score for r in batch.results], dg.backend, 'ray' in sys.modules)\n"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"}
+    env["RAY_TMPDIR"] = ray_temp_dir  # no `ray start` record to find
+    proc = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
+                          text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.split() == ["scores", "[1.0,", "0.0]", "threads", "False"], proc.stdout
+    assert "backend auto: this process's threads (no Ray cluster is running" in proc.stderr
+
+
+def test_the_default_backend_is_the_pool_in_a_process_on_ray(ray_local):
+    assert DeepGym("local").backend == "ray"
+    assert DeepGym("local", backend="threads").backend == "threads"

@@ -108,11 +108,12 @@ def settings_from(args: argparse.Namespace) -> DeepGymConfig:
 
 
 def _auto_backend() -> str:
-    """The Ray pool when a cluster is running; otherwise this process's threads. On one
-    machine a Ray instance adds start-up and processes but no cores, so it only slows an eval."""
-    from deepgym_ray.pool.connect import running_cluster
+    """The Ray pool when a cluster is running; otherwise this process's threads (the client's
+    own rule for ``backend="auto"``): on one machine a Ray instance adds start-up and
+    processes but no cores, so it only slows an eval."""
+    from deepgym_ray.pool.connect import auto_backend
 
-    return "ray" if running_cluster() is not None else "threads"
+    return auto_backend()
 
 
 def client_for(config: DeepGymConfig) -> DeepGym:

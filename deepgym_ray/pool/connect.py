@@ -22,6 +22,7 @@ import contextlib
 import logging
 import os
 import socket
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -29,8 +30,8 @@ from typing import Any
 
 from deepgym_ray.exceptions import DeepGymError
 
-__all__ = ["ClusterConnectionError", "cluster_address", "ensure_ray", "running_cluster",
-           "started_here"]
+__all__ = ["ClusterConnectionError", "auto_backend", "cluster_address", "ensure_ray",
+           "running_cluster", "started_here"]
 
 logger = logging.getLogger(__name__)
 
@@ -77,6 +78,15 @@ def running_cluster() -> str | None:
     if target is None or explicit is not None:
         return target
     return target if _answers(target, 1.0) else None
+
+
+def auto_backend() -> str:
+    """What ``backend="auto"`` means: ``"ray"`` when this process is on Ray already or a
+    cluster is running (:func:`running_cluster`), else ``"threads"``. Imports nothing new."""
+    ray = sys.modules.get("ray")  # (not imported to ask: an import costs a second)
+    if ray is not None and ray.is_initialized():
+        return "ray"
+    return "ray" if running_cluster() is not None else "threads"
 
 
 def _answers(address: str, timeout: float) -> bool:
