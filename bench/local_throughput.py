@@ -55,6 +55,14 @@ def load_solution(path, timeout=None):
     spec.loader.exec_module(module)
     return _InProcess(module)
 """
+# deepgym_cases calls through deepgym_proxy: the floor's calls are plain, in-process ones.
+FLOOR_PROXY = """
+def function_caller(solution, name):
+    return getattr(solution, name)
+
+def close_solution(solution):
+    pass
+"""
 CASES = sandbox_judge_files()["deepgym_cases.py"]
 FLOOR_DRIVER = """
 import json, sys
@@ -70,6 +78,7 @@ def floor_one(python: str, verifier: str, code: str) -> float:
         Path(tmp, "solution.py").write_text(code)
         Path(tmp, "deepgym_solution.py").write_text(FLOOR_SHIM)
         Path(tmp, "deepgym_cases.py").write_bytes(CASES)
+        Path(tmp, "deepgym_proxy.py").write_text(FLOOR_PROXY)
         done = subprocess.run([python, "-I", "-c", FLOOR_DRIVER], cwd=tmp,
                               capture_output=True, timeout=60)
         if done.returncode != 0 or not done.stdout.strip():
