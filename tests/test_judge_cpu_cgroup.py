@@ -259,9 +259,41 @@ def test_a_timed_out_calls_orphaned_grandchild_is_gone_before_the_next_call(mode
     assert "CPU time" in result.details  # the grandchild's CPU ended the call
 
 
-@pytest.mark.parametrize("mode", ["local", "bwrap"])
+@pytest.mark.parametrize("mode", ["local", "bwrap", "docker"])
 def test_cpu_burnt_between_calls_is_charged_to_the_next(mode, request):
     client = request.getfixturevalue(f"{mode}_client")
     result = client.run(_env("cpu-between-calls", BETWEEN_VERIFIER), BETWEEN_SOLUTION)
     assert result.score == 1.0, result.details
     assert "CPU time" in result.details
+
+
+# Two solution processes of one run: the first burns between calls, the second is then asked;
+# what the first burnt is not the second's (its own group; in Docker, where the container is
+# counted, CPU between calls is charged only while one solution process is live).
+TWO_PROCESSES_VERIFIER = '''
+import os, time
+from deepgym_solution import load_solution
+from deepgym_spawn import solution_dir
+
+
+def verify(solution_path, test_cases_path=None):
+    first, second = load_solution(solution_path), load_solution(solution_path)
+    first.start()
+    flag = os.path.join(solution_dir(), "burnt")
+    deadline = time.monotonic() + 60
+    while not os.path.exists(flag) and time.monotonic() < deadline:
+        time.sleep(0.05)  # waiting for the solution's report, not for time to pass
+    if not os.path.exists(flag):
+        return {"score": 0.0, "details": "the thread never reported"}
+    try:
+        return {"score": float(second.quick()), "details": "the second answered"}
+    except TimeoutError as exc:
+        return {"score": 0.0, "details": f"the second was charged: {exc}"}
+'''
+
+
+@pytest.mark.parametrize("mode", ["local", "docker"])
+def test_a_second_solution_process_is_not_charged_the_firsts_cpu(mode, request):
+    client = request.getfixturevalue(f"{mode}_client")
+    result = client.run(_env("cpu-two-processes", TWO_PROCESSES_VERIFIER), BETWEEN_SOLUTION)
+    assert result.score == 1.0, result.details

@@ -13,7 +13,8 @@ started*, in one of three ways (:class:`CpuGroup`, :class:`CpuClock`):
 - where the sandbox holds one run and its cgroup is readable but not writable (Docker:
   ``launch["cpu_whole"]``), a request's CPU is the whole sandbox's less the runner's own: every
   process of the run counts while the request runs, a concurrent solution process of the same
-  run included; CPU spent between requests is not charged there;
+  run included; CPU spent between requests is charged only while the run has had no other
+  solution process since (else it could be another's);
 - elsewhere, ``/proc/<pid>/stat`` (``utime + stime`` and reaped children's): CPU of
   descendants the solution process never reaps (orphans) is then not counted.
 
@@ -80,6 +81,8 @@ class CpuGroup:
     def __init__(self, path, whole=False):
         self.path, self.whole = path, whole
         self.procs = os.path.join(path, "cgroup.procs")
+        # For a whole group: () -> (solution processes started, live ones) in the run.
+        self.census = None
 
     @classmethod
     def split(cls, procs_files, whole=()):
@@ -158,14 +161,15 @@ class CpuClock:
     process it started; the sandbox's whole group less this process's own CPU) or else by the
     process and its reaped children (``/proc/<pid>/stat``); and the seconds its main thread
     waited for a CPU (``/proc/<pid>/schedstat``). ``mark`` is the reading at the end of the
-    last request, where what ran since counts for the next (``carry``)."""
+    last request: what ran since counts for the next, where it is surely this process's
+    (:meth:`carries`)."""
 
     def __init__(self, pid, group=None):
         self.fds = {}
-        self.mark = None
+        self.mark = self.census = None
         self.v2 = False
         self.whole = group is not None and group.whole
-        self.carry = not self.whole  # the whole sandbox's CPU between requests is not theirs
+        self.group = group
         names = ("stat", "schedstat") if pid is not None else ()
         for name in names:
             try:
@@ -197,6 +201,19 @@ class CpuClock:
             return (int(fields[11]) + int(fields[12]) + int(fields[13]) + int(fields[14])) / _TICK
         except (KeyError, OSError, ValueError, IndexError):
             return None
+
+    def set_mark(self, used):
+        self.mark = used
+        if self.whole and self.group.census is not None:
+            self.census = self.group.census()
+
+    def carries(self):
+        """Whether what ran since :attr:`mark` was this process's (and what it started): in
+        the whole sandbox only while no other solution process ran meanwhile."""
+        if self.mark is None or not self.whole:
+            return self.mark is not None
+        census = self.group.census() if self.group.census is not None else None
+        return census is not None and census == self.census and census[1] == 1
 
     def queued(self):
         """Seconds spent runnable but not running, or None when they cannot be read."""
@@ -230,7 +247,7 @@ class Deadline:
         self.clock, self.limit, self.timed_out = clock, limit, timed_out
         # From the end of the previous reply: what ran in between is this request's too (and
         # the clock need not be read again here: one reading per request, as before).
-        carried = clock.mark if clock is not None and clock.carry else None
+        carried = clock.mark if clock is not None and clock.carries() else None
         self.cpu_start = carried if carried is not None else (
             clock.read() if clock is not None else None)
         self.queued_start = clock.queued() if self.cpu_start is not None else None
@@ -264,7 +281,7 @@ class Deadline:
         self.checked = True
         if used is None:
             return None
-        self.clock.mark = used
+        self.clock.set_mark(used)
         used -= self.cpu_start
         if used >= self.limit:
             raise self.timed_out(f"{self.limit:g}s of CPU time")

@@ -54,6 +54,7 @@ STATE = {
     "in_play": False,
     "worker_source": None,
     "spawning": 0,
+    "spawned": 0,
 }
 _LIVE = set()
 _LOCK = threading.Lock()
@@ -119,6 +120,7 @@ def worker_program(python):
 def spawn(config, cwd, extra_env, pipes):
     """Start a solution process with the provider's isolation; returns the Popen."""
     launch = STATE["launch"]
+    STATE["spawned"] += 1  # (see _census)
     python = launch.get("python") or _default_python()
     config = dict(config, uid=launch.get("uid"), limits=launch.get("limits") or {})
     inner = [python, "-I", "-S", "-c", *worker_program(python), marshal.dumps(config).hex()]
@@ -138,6 +140,8 @@ def spawn(config, cwd, extra_env, pipes):
                 STATE["spawning"] -= 1
         if proc is not None:
             proc.cpu_group = group
+            if group is not None and group.whole:
+                group.census = _census
             with _LOCK:
                 if STATE.get("closed"):  # shutdown_all ran meanwhile: its sweep may have missed it
                     STATE["unclean"] = True
@@ -303,6 +307,12 @@ def _kill_once(proc):
         STATE["unclean"] = True
     with _LOCK:
         _LIVE.discard(proc)
+
+
+def _census():
+    """(solution processes started, live ones): a clock of the whole sandbox charges what ran
+    between two requests only while neither changed and one is live (``deepgym_clock``)."""
+    return STATE["spawned"], len(_LIVE)
 
 
 def _session_of(pid):
