@@ -290,7 +290,8 @@ class Guard:
     def _popen(self, args):
         program, argv = args[0], args[1]
         words = [program] + list(argv) if isinstance(argv, (list, tuple)) else [program, argv]
-        self._command([w for w in words if isinstance(w, (str, bytes))])
+        # A word longer than a path can be is no file (a worker's code, its settings).
+        self._command([w for w in words if isinstance(w, (str, bytes)) and len(w) <= 4096])
 
     def _system(self, args):
         self._command(["/bin/sh", "-c", args[0]])
@@ -379,15 +380,20 @@ class Guard:
         return any(piece in text or escaped in text for text in self.texts)
 
 
+_READERS = [frozenset(), 0]  # what _readers found, and how many of the modules were loaded
+
+
 def _readers():
     """(function, file) of the standard library's callers of compile that run no text of
     the solution: ast.parse, and the code dataclasses and namedtuple write."""
-    found = set()
-    for module, names in (("ast", ("parse",)), ("dataclasses", ("_create_fn",)),
-                          ("collections", ("namedtuple",))):
-        file = getattr(sys.modules.get(module), "__file__", None)
-        found.update((name, file) for name in names if file)
-    return found
+    modules = (("ast", "parse"), ("dataclasses", "_create_fn"), ("collections", "namedtuple"))
+    files = [getattr(sys.modules.get(module), "__file__", None) for module, _ in modules]
+    loaded = sum(file is not None for file in files)
+    if loaded != _READERS[1]:
+        _READERS[:] = [frozenset((name, file) for (_, name), file in zip(modules, files,
+                                                                       strict=True) if file),
+                       loaded]
+    return _READERS[0]
 
 
 def install(solution, solution_dir, uid, verifier, tests):
