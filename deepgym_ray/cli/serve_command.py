@@ -46,7 +46,14 @@ def run(args: argparse.Namespace) -> int:
     from pydantic import ValidationError
 
     # Imported here: every deepgym-ray command loads this module, and only serve needs it.
-    from deepgym_ray.integrations.serve import ServeSettings, ServiceStopped, start_service
+    from deepgym_ray.integrations.serve import (
+        ServeConflict,
+        ServeSettings,
+        ServiceStopped,
+        start_service,
+        stop_service,
+        watch_service,
+    )
 
     try:
         settings = ServeSettings(env=args.env, mixed=args.mixed, config=args.config,
@@ -59,13 +66,19 @@ def run(args: argparse.Namespace) -> int:
     except (ValidationError, ValueError, LookupError, OSError) as exc:
         raise BadInput(f"invalid serve settings: {exc}") from None
     what = f"env {args.env}" if args.env else f"mixture {args.mixed}"
-    print(f"deepgym-ray serve: {what} on http://{settings.host}:{settings.port} "
-          "(POST /get_reward, POST /score, GET /stats)", flush=True)
     try:
-        start_service(settings, blocking=True)
+        url = start_service(settings)
+    except ServeConflict as exc:
+        raise BadInput(str(exc)) from None
+    try:
+        print(f"deepgym-ray serve: {what} on {url} (POST /get_reward, POST /score, "
+              "GET /stats); Ctrl-C or SIGTERM stops it", flush=True)
+        watch_service(settings)
     except ServiceStopped as exc:
         print(f"deepgym-ray serve: {exc}", file=sys.stderr, flush=True)
         return EXIT_FAILED
+    finally:  # the application would outlive the command on a running cluster
+        stop_service()
     return EXIT_OK
 
 

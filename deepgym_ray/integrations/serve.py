@@ -43,8 +43,8 @@ import time
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-__all__ = ["ServeSettings", "ServiceStopped", "service_problem", "start_service",
-           "watch_service"]
+__all__ = ["ServeConflict", "ServeSettings", "ServiceStopped", "service_problem",
+           "start_service", "stop_service", "watch_service"]
 
 logger = logging.getLogger(__name__)
 
@@ -81,15 +81,24 @@ class ServeSettings(BaseModel):
         return self
 
 
+class ServeConflict(ValueError):
+    """The cluster's Ray Serve cannot take this service as asked (another port, or a reward
+    service already deployed): refused before anything is deployed."""
+
+
 def start_service(settings: ServeSettings, *, blocking: bool = False) -> str:
-    """Start (or redeploy) the service on the cluster (Ray is joined or started) and return
-    its base URL. ``blocking`` keeps this process serving until interrupted."""
+    """Start the service on the cluster (Ray is joined or started) and return its base URL.
+    ``blocking`` serves until interrupted (or until the service dies: ServiceStopped), then
+    stops it (:func:`stop_service`). Raises :class:`ServeConflict` before deploying anything
+    when Ray Serve already runs on the cluster on another port (a cluster has one HTTP port
+    for Serve), or when a reward service is deployed there already."""
     from ray import serve
 
     from deepgym_ray.integrations.serve_app import MAX_CONCURRENT_BATCHES, RewardService
     from deepgym_ray.pool.connect import ensure_ray
 
     ensure_ray()
+    _check_no_conflict(settings)
     deployment = serve.deployment(
         RewardService,
         name="RewardService",
@@ -112,8 +121,47 @@ def start_service(settings: ServeSettings, *, blocking: bool = False) -> str:
         pass
     _wait_until_serving(deadline, settings.start_timeout_s)
     if blocking:
-        watch_service(settings)
+        try:
+            watch_service(settings)
+        finally:
+            stop_service()
     return f"http://{settings.host}:{settings.port}"
+
+
+def _check_no_conflict(settings: ServeSettings) -> None:
+    from ray import serve
+    from ray.serve.context import _get_global_client
+
+    client = _get_global_client(raise_if_no_controller_running=False)
+    if client is None:
+        return  # no Serve on the cluster yet: this start makes it, on the port asked for
+    http = client.http_config
+    running = f"http://{http.host}:{http.port}"
+    if http.port != settings.port:
+        raise ServeConflict(
+            f"Ray Serve already runs on this cluster on {running}, and a cluster has one "
+            f"HTTP port for Serve: use --port {http.port}, or stop Serve first "
+            "(serve.shutdown(), or `serve shutdown -y`)")
+    if APP_NAME in serve.status().applications:
+        raise ServeConflict(
+            f"a reward service is deployed on this cluster already ({running}): stop its "
+            f"command, or delete it (serve.delete({APP_NAME!r})) before starting another")
+
+
+def stop_service() -> None:
+    """Delete the reward service's application, and shut Ray Serve down when nothing else
+    of it remains (a Serve that others use keeps running). Safe to call when it is gone."""
+    from ray import serve
+    from ray.serve.context import _get_global_client
+
+    try:
+        if _get_global_client(raise_if_no_controller_running=False) is None:
+            return
+        serve.delete(APP_NAME)
+        if not serve.status().applications:
+            serve.shutdown()
+    except Exception as exc:  # a cluster already gone: nothing left to stop, say so
+        logger.warning("could not stop the reward service: %s: %s", type(exc).__name__, exc)
 
 
 class ServiceStopped(RuntimeError):

@@ -21,6 +21,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import signal
 import socket
 import sys
 import threading
@@ -200,6 +201,8 @@ def ensure_ray(address: str | None = None, **init_kwargs: Any):
     ``address`` overrides ``RAY_ADDRESS``. ``init_kwargs`` go to ``ray.init`` when this call
     starts a local instance (for example ``num_cpus``). Safe to call from many threads.
     Raises :class:`ClusterConnectionError` when a cluster to join does not answer.
+    A SIGTERM handler of this process's own survives ``ray.init`` (which puts a plain
+    ``sys.exit`` in its place): the CLI's ends a command as Ctrl-C does, cleanly.
     """
     import ray
 
@@ -208,38 +211,49 @@ def ensure_ray(address: str | None = None, **init_kwargs: Any):
     with _init_lock:
         if ray.is_initialized():
             return ray
-        explicit = address or os.environ.get("RAY_ADDRESS") or None
-        target = cluster_address(address)
-        if target is not None and explicit is None:
-            # Recorded by a `ray start` that may have died since: look, do not wait.
-            if not _answers(target, 1.0):
-                logger.warning("the Ray cluster `ray start` recorded at %s does not answer; "
-                               "starting a local one instead", target)
-                target = None
-        if target is not None:
-            if explicit is not None:
-                timeout = float(os.environ.get("DEEPGYM_RAY_CONNECT_TIMEOUT", CONNECT_TIMEOUT))
-                _check_reachable(target, timeout)
-            logger.info("joining the Ray cluster at %s", target)
-            try:
-                with _ray_start_chatter_to_our_log():
-                    ray.init(address=target, ignore_reinit_error=True)
-            except Exception as exc:
-                hint = _auth_hint(exc, target)
-                if hint is None:
-                    raise
-                raise hint from exc
-        else:
-            logger.info("no Ray cluster found: starting a local one on 127.0.0.1")
-            options: dict[str, Any] = {
-                # "local" makes Ray start one: without it, ray.init reads the same record of
-                # a dead `ray start` cluster and retries it for minutes.
-                "address": "local",
-                "include_dashboard": False,
-                "_node_ip_address": "127.0.0.1",
-                "ignore_reinit_error": True,
-            }
-            options.update(init_kwargs)
-            with _ray_start_chatter_to_our_log():
-                ray.init(**options)
+        main_thread = threading.current_thread() is threading.main_thread()
+        own_handler = signal.getsignal(signal.SIGTERM) if main_thread else None
+        try:
+            _init(ray, address, init_kwargs)
+        finally:
+            if callable(own_handler):
+                signal.signal(signal.SIGTERM, own_handler)
     return ray
+
+
+def _init(ray: Any, address: str | None, init_kwargs: dict[str, Any]) -> None:
+    """Join the cluster to join, or start the local instance (see ensure_ray)."""
+    explicit = address or os.environ.get("RAY_ADDRESS") or None
+    target = cluster_address(address)
+    if target is not None and explicit is None:
+        # Recorded by a `ray start` that may have died since: look, do not wait.
+        if not _answers(target, 1.0):
+            logger.warning("the Ray cluster `ray start` recorded at %s does not answer; "
+                           "starting a local one instead", target)
+            target = None
+    if target is not None:
+        if explicit is not None:
+            timeout = float(os.environ.get("DEEPGYM_RAY_CONNECT_TIMEOUT", CONNECT_TIMEOUT))
+            _check_reachable(target, timeout)
+        logger.info("joining the Ray cluster at %s", target)
+        try:
+            with _ray_start_chatter_to_our_log():
+                ray.init(address=target, ignore_reinit_error=True)
+        except Exception as exc:
+            hint = _auth_hint(exc, target)
+            if hint is None:
+                raise
+            raise hint from exc
+    else:
+        logger.info("no Ray cluster found: starting a local one on 127.0.0.1")
+        options: dict[str, Any] = {
+            # "local" makes Ray start one: without it, ray.init reads the same record of
+            # a dead `ray start` cluster and retries it for minutes.
+            "address": "local",
+            "include_dashboard": False,
+            "_node_ip_address": "127.0.0.1",
+            "ignore_reinit_error": True,
+        }
+        options.update(init_kwargs)
+        with _ray_start_chatter_to_our_log():
+            ray.init(**options)
