@@ -314,3 +314,27 @@ PRINTS_VALUES = ('print([1, 2, 3, 4])\n\ndef answer():\n    return "the right an
 def test_reading_what_the_solution_sent_as_values_still_judges(local_client):
     result = local_client.run(env(READS_VALUES), PRINTS_VALUES)
     assert result.has_verdict and result.score == 1.0, result
+
+
+# A verifier that embeds its task's prompt as a string and runs it (HumanEval's do), against
+# an answer that repeats the prompt line for line (a chat model's whole program).
+PROMPT = ('def greet(name):\n    """Say hello: greet(\'Ann\') gives \'hello, Ann\'."""\n'
+          '    pass\n')
+EMBEDS_PROMPT = f'''
+from deepgym_solution import load_solution
+
+PROMPT = {PROMPT!r}
+
+
+def verify(solution_path, test_cases_path=None):
+    namespace = {{}}
+    exec(compile(PROMPT, "<prompt>", "exec"), namespace)
+    return 1.0 if load_solution(solution_path).greet("Ann") == "hello, Ann" else 0.0
+'''
+REPEATS_PROMPT = ('def greet(name):\n    """Say hello: greet(\'Ann\') gives \'hello, Ann\'."""\n'
+                  '    return "hello, " + name\n')
+
+
+def test_a_prompt_the_verifier_embeds_and_runs_is_its_own(local_client):
+    result = local_client.run(env(EMBEDS_PROMPT), REPEATS_PROMPT)
+    assert result.has_verdict and result.score == 1.0, result

@@ -113,6 +113,7 @@ class Guard:
         self.known = {verifier: False, os.path.abspath(verifier): False}
         self.prints = {}  # "text" / "tree" -> _Print of the solution
         self.texts = None  # the verifier's own source and test cases, for the exclusions
+        self.verifier_code = None  # its compiled code (see own_code)
         self.refusals = []
         self.produced = None  # what solution processes sent (deepgym_taint), once watched
         self.local = threading.local()
@@ -361,8 +362,14 @@ class Guard:
                 self.local.busy = False
         return self.prints[kind]
 
+    def own_code(self, code):
+        """The verifier's compiled code: its string constants are its own text too (a prompt
+        it embeds and runs, as HumanEval's verifiers do, whatever the answer repeats of it)."""
+        self.verifier_code = code
+
     def _own(self, piece):
-        """Is ``piece`` in the verifier's own source or test cases (then it is not telling)?"""
+        """Is ``piece`` in the verifier's own source, its strings or its test cases (then it
+        is not telling)?"""
         if self.texts is None:
             self.local.busy = True
             texts = []
@@ -375,6 +382,13 @@ class Guard:
                         pass
             finally:
                 self.local.busy = False
+            codes = [self.verifier_code] if self.verifier_code is not None else []
+            while codes:
+                for const in codes.pop().co_consts:
+                    if isinstance(const, str) and len(const) >= 8:
+                        texts.append(const)
+                    elif hasattr(const, "co_consts"):
+                        codes.append(const)
             self.texts = texts
         escaped = json.dumps(piece, ensure_ascii=False)[1:-1]
         return any(piece in text or escaped in text for text in self.texts)

@@ -213,9 +213,12 @@ def run_verifier(source, shape, verifier_path, solution_path, tests_path, captur
     ``verify`` returned. A ``SystemExit`` (or ``os._exit``, see ``deepgym_exits``) ends
     any shape as it ends a script: its exit status, and the last JSON line it printed.
     """
-    def code(text):  # the verifier's own source: not checked by the guard
+    def code(text):  # the verifier's own source: not checked by the guard, its own text
         with guard.trusted() if guard is not None else contextlib.nullcontext():
-            return compile(text, verifier_path, "exec")
+            compiled = compile(text, verifier_path, "exec")
+        if guard is not None:
+            guard.own_code(compiled)
+        return compiled
 
     try:
         if shape == "script":
