@@ -338,3 +338,22 @@ REPEATS_PROMPT = ('def greet(name):\n    """Say hello: greet(\'Ann\') gives \'he
 def test_a_prompt_the_verifier_embeds_and_runs_is_its_own(local_client):
     result = local_client.run(env(EMBEDS_PROMPT), REPEATS_PROMPT)
     assert result.has_verdict and result.score == 1.0, result
+
+
+@pytest.mark.parametrize("case", ["exec_text", "pyc_left", "eval_printed", "static", "exit"])
+def test_in_docker_too(docker_client, case):
+    """The guard and the exits live in the judge's files: the same in a container."""
+    if case == "exec_text":
+        assert_refused(docker_client.run_safe(env(verifier(IN_PROCESS["exec_text"])), HOSTILE))
+    elif case == "pyc_left":
+        assert_refused(docker_client.run_safe(env(PYC_VERIFIER), PYC_LEFT))
+    elif case == "eval_printed":
+        assert_refused(docker_client.run_safe(env(verifier(EVALUATES["printed"])),
+                                              OUTPUT_HOSTILE))
+    elif case == "static":
+        result = docker_client.run(env(STATIC_AND_LOADED), RIGHT_SHARING)
+        assert result.has_verdict and result.score == 1.0, result
+    else:
+        body = "import posix\nposix._exit(0)\nanswer = lambda: 'right'\n"
+        result = docker_client.run_safe(env(verifier(body)), RIGHT)
+        assert not result.has_verdict and result.error_type == "verifier_error", result
