@@ -108,3 +108,14 @@ def test_a_service_whose_port_refuses_connections_stops_its_command():
     settings = ServeSettings(env="coin_change", port=port)
     with pytest.raises(ServiceStopped, match=f"port {port} refuses connections"):
         watch_service(settings, interval_s=0.01, strikes=2)
+
+
+@pytest.mark.parametrize(("argv", "message"), [
+    (["--no-verdict-score", "nan"], "no_verdict_score must be a finite number, got nan"),
+    (["--port", "99999"], "port: Input should be less than or equal to 65535, got 99999"),
+])
+def test_bad_serve_settings_are_one_plain_line(capsys, argv, message):
+    assert main(["serve", "--env", "coin_change", *argv]) == 2
+    err = capsys.readouterr().err
+    assert f"invalid serve settings: {message}" in err
+    assert "pydantic" not in err and len(err.strip().splitlines()) == 1

@@ -45,6 +45,8 @@ def run(args: argparse.Namespace) -> int:
     """Run the ``serve`` command: check the input, deploy, serve until interrupted."""
     from pydantic import ValidationError
 
+    from deepgym_ray.config import describe_errors
+
     # Imported here: every deepgym-ray command loads this module, and only serve needs it.
     from deepgym_ray.integrations.serve import (
         ServeConflict,
@@ -63,7 +65,9 @@ def run(args: argparse.Namespace) -> int:
                                  max_parallel=args.max_parallel,
                                  tokenizer=args.tokenizer)
         _check_sources(settings)
-    except (ValidationError, ValueError, LookupError, OSError) as exc:
+    except ValidationError as exc:
+        raise BadInput(f"invalid serve settings: {describe_errors(exc)}") from None
+    except (ValueError, LookupError, OSError) as exc:
         raise BadInput(f"invalid serve settings: {exc}") from None
     what = f"env {args.env}" if args.env else f"mixture {args.mixed}"
     try:
