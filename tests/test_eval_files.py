@@ -166,3 +166,19 @@ def test_a_no_verdict_run_that_reported_a_pass_is_shown_as_an_error():
     assert run_line(result) == "ERROR (verifier_error) verifier broke"
     assert format_summary(_eval([result]), ["x"]).splitlines()[1] == \
         "Pass Rate: 0.00% (judged 0.00%, 100.00% no verdict)"
+
+
+def test_the_progress_bars_last_state_is_printed_once_off_a_terminal(monkeypatch):
+    import io
+    import sys
+
+    from deepgym_ray.cli.eval_command import _progress_bar
+
+    log = io.StringIO()  # not a terminal, as a log file or a Ray job's logs
+    monkeypatch.setattr(sys, "stderr", log)
+    bar = _progress_bar(3, 0, "coin_change", True)
+    bar.update(3)
+    bar.refresh()  # the last update was shown (as when it came after the print interval)
+    bar.close()
+    assert log.getvalue().count("3/3") == 1, log.getvalue()
+    assert log.getvalue().endswith("\n")

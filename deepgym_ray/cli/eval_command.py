@@ -77,11 +77,22 @@ def add_parser(commands: Any) -> argparse.ArgumentParser:
 def _progress_bar(total: int, initial: int, label: str, enabled: bool) -> Any:
     from tqdm import tqdm
 
+    class LogProgress(tqdm):
+        """Off a terminal (a log file, a Ray job's logs) the bar's last state is not printed
+        twice: tqdm's close prints it again even when the last update just did."""
+
+        def close(self) -> None:
+            if not self.disable and self.last_print_n == self.n:
+                self.fp.write("\n")
+                self.disable = True
+            super().close()
+
     # A thread lock: tqdm's default one imports multiprocessing and makes a semaphore (40 ms).
     tqdm.set_lock(threading.RLock())
-    return tqdm(total=total, initial=initial, desc=label, unit="run", file=sys.stderr,
-                disable=not enabled, dynamic_ncols=True,
-                mininterval=0.2 if sys.stderr.isatty() else 5.0)
+    tty = sys.stderr.isatty()
+    return (tqdm if tty else LogProgress)(
+        total=total, initial=initial, desc=label, unit="run", file=sys.stderr,
+        disable=not enabled, dynamic_ncols=True, mininterval=0.2 if tty else 5.0)
 
 
 def _eval_jobs(args: argparse.Namespace, envs: list[Any]) -> list[Any]:
