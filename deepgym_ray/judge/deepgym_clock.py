@@ -18,15 +18,15 @@ started*, in one of three ways (:class:`CpuGroup`, :class:`CpuClock`):
 - elsewhere, ``/proc/<pid>/stat`` (``utime + stime`` and reaped children's): CPU of
   descendants the solution process never reaps (orphans) is then not counted.
 
-With a group of its own or ``/proc``, the CPU of a request is what the solution used since its
-previous reply, so work done between requests (a background thread or process computing while
-the verifier is busy) is charged to the next one. It is checked whenever a reply arrives, so
-work spread over several CPUs cannot finish inside the wall-clock limit with more CPU than
-allowed. A neighbour's load does not turn
-a right answer into a timeout: an answer that waits without computing (sleeps, blocks, stops
-itself) is ended by a wall-clock bound of :data:`WALL_FACTOR` times the limit, from which the
-time the solution spent ready to run but waiting for a CPU (``/proc/<pid>/schedstat``) is left
-out: it is the machine's load, not the answer's doing. However starved, no request outlasts a
+The CPU of a request is what the solution used since its previous reply (in the whole sandbox:
+as said above), so work done between requests (a background thread or process computing while
+the verifier is busy) is charged to the next one; it is read once more when the reply arrives,
+so work spread over several CPUs cannot finish inside the wall-clock limit with more CPU than
+allowed. A neighbour's load does not turn a right answer into a timeout: an answer that waits
+without computing (sleeps, blocks, stops itself) is ended by a wall-clock bound of
+:data:`WALL_FACTOR` times the limit, from which the time the solution spent ready to run but
+waiting for a CPU (``/proc/<pid>/schedstat``) is left out: it is the machine's load, not the
+answer's doing. However starved, no request outlasts a
 third of what is left of the run's own time limit (the runner's interval timer), so an answer
 that keeps timing out fails its cases instead of the whole run. A reply already waiting when a
 limit is checked counts as in time if its CPU time is within the limit: a verifier that was
