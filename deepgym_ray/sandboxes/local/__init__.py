@@ -8,8 +8,10 @@ empty environment; when we run as root it also runs as a fresh unprivileged uid 
 ``RLIMIT_NPROC`` bite), and its directory is a tmpfs of its own (``disk_mb``, ``max_files``:
 its space and inodes, all files together, off the host's disk). Resource limits cap each
 process's memory, CPU time, processes, file sizes and open files; per-run cgroups (see
-``cgroups``) cap all of a run's processes together (memory, tasks) and give every run the same
-CPU share. Every process of a run, the runner (the verifier's process) included, is under a
+``cgroups``) cap all of a run's processes together (memory, tasks), give every run the same
+CPU share and count each solution process's CPU with all it started, orphans included (for
+its calls' time limits). Every process of a run, the runner (the verifier's process) included,
+is under a
 syscall filter modelled on Docker's default profile (see ``seccomp``: no kernel keyrings,
 io_uring, ptrace, BPF, perf events, module calls or new user namespaces). Where bwrap, root,
 cgroups or libseccomp are missing it still runs, and says once which isolation and which
