@@ -104,6 +104,8 @@ def start_service(settings: ServeSettings, *, blocking: bool = False) -> str:
         name="RewardService",
         max_ongoing_requests=max(1024, settings.max_batch_size * MAX_CONCURRENT_BATCHES),
         ray_actor_options={"num_cpus": 0},  # it waits on the pool; the pool's actors work
+        # A line per request at INFO, forwarded to the command's console: /stats counts them.
+        logging_config={"enable_access_log": False},
     )
     # Ray Serve gives its HTTP proxies a fixed 60 s to come up; with every core kept busy a
     # proxy took longer, and the start failed while the proxy was still on its way. What Ray

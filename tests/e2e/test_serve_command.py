@@ -83,5 +83,6 @@ def test_serve_on_a_running_cluster_refuses_a_second_port_and_stops_cleanly(ray_
         stderr = errors.read()
         errors.close()
     assert "Traceback" not in stderr and "deepgym-ray serve: interrupted" in stderr, stderr
+    assert "/healthz" not in stderr  # no line per request (Serve's access log at INFO)
     assert not _serves(first_port)
     assert not _serve_controllers(ray_local)  # the command's own Serve went with it
