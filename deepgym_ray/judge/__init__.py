@@ -3,7 +3,7 @@
 In the sandbox (``JUDGE_FILES``, all side by side, importing each other by plain name):
 ``deepgym_runner.py`` (runs the verifier, reports one result over a channel the solution cannot
 write to), ``deepgym_guard.py`` (keeps the solution's code out of the runner's process, with
-``deepgym_taint.py``: the text solution processes sent),
+``deepgym_taint.py``: recognising the solution's text and what it sent),
 ``deepgym_exits.py`` (the verifier's ways out of the runner's process, made exits it reports),
 ``deepgym_solution.py`` (what verifiers import: ``load_solution``, ``run_solution``,
 ``solution_source``), ``deepgym_cases.py`` (case-by-case scoring for verifiers),

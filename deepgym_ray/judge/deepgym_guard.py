@@ -14,10 +14,8 @@ What counts as the solution's code:
   owned by their uid; compiled, read as a ``.pyc``, run as a code object, imported (any import
   while such a directory is on ``sys.path``) or loaded by ``ctypes``;
 - its text, in any source compiled here except the runner's own verifier, the judge's and the
-  standard library's files and files the host put in the work directory: all of the solution's
-  text (line ends and indentation aside), two consecutive lines of it, or one line of at least
-  ``LONG_LINE`` characters (lines the verifier's own source or test cases hold, imports and
-  bare keywords do not count);
+  standard library's files and files the host put in the work directory, as
+  ``deepgym_taint.SolutionText`` finds it (all of it, two consecutive lines, one long line);
 - a tree (``ast``) compiled to code whose source (``ast.unparse``) holds it the same way;
 - text a solution process sent or printed (``deepgym_taint``): ``eval`` of its output.
 ``ast.parse`` of the solution's text stays allowed: static checks are the verifier's business.
@@ -36,24 +34,23 @@ Example (what the runner does before the verifier runs):
 """
 
 import contextlib
-import json
 import os
 import re
 import sys
 import threading
 import time
 
+try:  # on the host (tests)
+    from deepgym_ray.judge.deepgym_taint import OwnText, SolutionText, as_text
+except ImportError:  # in a sandbox: the judge files side by side
+    from deepgym_taint import OwnText, SolutionText, as_text
+
 __all__ = ["FIX", "Guard", "SolutionCodeRefused", "install"]
 
-LONG_LINE = 40  # a single solution line this long, found in compiled source, is its code
-TEXT_LIMIT = 32 << 20  # characters of the verifier's own texts read for the exclusions
 FIX = ("use load_solution(solution_path) from deepgym_solution to call the solution (or "
        "run_solution to run it as a script): its code runs only in a solution process; "
        "reading its text, or ast.parse of it, for static checks is fine")
 _JUDGE = re.compile(r"deepgym_\w+\.py\Z")
-_BARE = re.compile(r"(?:(?:import|from)\s[\w.\s,()*]*(?:import\s[\w.\s,()*]*)?|"
-                   r"[\W\d_]*|(?:else|try|finally|except|pass|break|continue|return|"
-                   r"raise|yield|None|True|False)\W*)\Z")
 _PYTHON = re.compile(r"(?:python[\d.]*|pytest|py\.test)\Z")
 _SHELLS = frozenset({"sh", "bash", "dash", "zsh", "ksh"})
 _WRITES = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_APPEND
@@ -64,32 +61,6 @@ _LIBC_EXITS = frozenset({"_exit", "_Exit", "exit", "quick_exit", "abort", "kill"
 
 class SolutionCodeRefused(BaseException):
     """The verifier tried to run the solution's code in the runner's process."""
-
-
-def _lines(text):
-    """The code lines of ``text``: stripped, without blank and comment-only lines."""
-    out = []
-    for line in text.splitlines():
-        line = line.strip()
-        if line and line[0] != "#":
-            out.append(line)
-    return out
-
-
-def _text(source):
-    if isinstance(source, str):
-        return source
-    return bytes(source).decode("utf-8", "replace").removeprefix("\ufeff")
-
-
-class _Print:
-    """What of a text marks it as the solution's: its lines, consecutive pairs, long lines."""
-
-    def __init__(self, text):
-        lines = _lines(text)
-        self.whole = "\n".join(lines)
-        self.pairs = set(zip(lines, lines[1:], strict=False))
-        self.long = {line for line in lines if len(line) >= LONG_LINE}
 
 
 class Guard:
@@ -111,9 +82,8 @@ class Guard:
         self.made = set()  # files this process wrote: never trusted as the host's
         # path -> is it the solution's (stable places only); the runner's own verifier is not
         self.known = {verifier: False, os.path.abspath(verifier): False}
-        self.prints = {}  # "text" / "tree" -> _Print of the solution
-        self.texts = None  # the verifier's own source and test cases, for the exclusions
-        self.verifier_code = None  # its compiled code (see own_code)
+        self.prints = {}  # "text" / "tree" -> SolutionText of the solution's file
+        self.own_text = OwnText((verifier, tests))  # for the exclusions
         self.refusals = []
         self.produced = None  # what solution processes sent (deepgym_taint), once watched
         self.local = threading.local()
@@ -222,7 +192,7 @@ class Guard:
                 self.refuse(f"compiled the solution's file ({os.fsdecode(filename)})")
             if filename is not None and self._host_file(filename, source):
                 return
-            text = _text(source)
+            text = as_text(source)
             if self._holds(text, "text"):
                 self.refuse("compiled the solution's text (exec, eval or compile of it)")
             if self.produced is not None and self.produced.holds(text, self._own):
@@ -330,68 +300,27 @@ class Guard:
     # -- text ----------------------------------------------------------------------------------
 
     def _holds(self, text, kind):
-        """Does ``text`` hold the solution's code (see the module docstring)?"""
-        fingerprint = self._print(kind)
-        if fingerprint is None or not fingerprint.whole:
-            return False
-        lines = _lines(text)
-        joined = "\n" + "\n".join(lines) + "\n"
-        whole = fingerprint.whole
-        if "\n" + whole + "\n" in joined and not _BARE.match(whole) and not self._own(whole):
-            return True
-        for pair in zip(lines, lines[1:], strict=False):
-            if pair in fingerprint.pairs and any(not _BARE.match(line) and not self._own(line)
-                                                 for line in pair):
-                return True
-        return any(line in fingerprint.long and not _BARE.match(line) and not self._own(line)
-                   for line in lines)
-
-    def _print(self, kind):
+        """Does ``text`` hold the solution's code (see ``deepgym_taint.SolutionText``)?"""
         if kind not in self.prints:
             self.local.busy = True  # this reading and parsing is the guard's own
             try:
-                with open(self.solution, "rb") as f:
-                    text = _text(f.read())
-                if kind == "tree":
-                    ast = sys.modules["ast"]
-                    text = ast.unparse(ast.parse(text))
-                self.prints[kind] = _Print(text)
-            except (OSError, SyntaxError, ValueError, RecursionError):
-                self.prints[kind] = None
+                self.prints[kind] = SolutionText.of_file(self.solution, tree=kind == "tree")
             finally:
                 self.local.busy = False
-        return self.prints[kind]
+        fingerprint = self.prints[kind]
+        return fingerprint is not None and fingerprint.found_in(text, self._own)
 
     def own_code(self, code):
         """The verifier's compiled code: its string constants are its own text too (a prompt
         it embeds and runs, as HumanEval's verifiers do, whatever the answer repeats of it)."""
-        self.verifier_code = code
+        self.own_text.code = code
 
     def _own(self, piece):
-        """Is ``piece`` in the verifier's own source, its strings or its test cases (then it
-        is not telling)?"""
-        if self.texts is None:
-            self.local.busy = True
-            texts = []
-            try:
-                for path in self.own:
-                    try:
-                        with open(path, encoding="utf-8", errors="replace") as f:
-                            texts.append(f.read(TEXT_LIMIT))
-                    except (OSError, TypeError):
-                        pass
-            finally:
-                self.local.busy = False
-            codes = [self.verifier_code] if self.verifier_code is not None else []
-            while codes:
-                for const in codes.pop().co_consts:
-                    if isinstance(const, str) and len(const) >= 8:
-                        texts.append(const)
-                    elif hasattr(const, "co_consts"):
-                        codes.append(const)
-            self.texts = texts
-        escaped = json.dumps(piece, ensure_ascii=False)[1:-1]
-        return any(piece in text or escaped in text for text in self.texts)
+        self.local.busy = True  # reading the verifier's files is the guard's own
+        try:
+            return self.own_text(piece)
+        finally:
+            self.local.busy = False
 
 
 _READERS = [frozenset(), 0]  # what _readers found, and how many of the modules were loaded

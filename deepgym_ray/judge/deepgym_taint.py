@@ -1,4 +1,7 @@
-"""Text the solution produced, as it reached the runner's process (stdlib only).
+"""Recognising the solution's text: its file's, and what it produced (stdlib only).
+
+:class:`SolutionText` finds the solution file's code in source about to be compiled (the guard,
+``deepgym_guard``, refuses it); :class:`OwnText` is the verifier's own text, which never counts.
 
 A verifier that evaluates what the solution printed or returned (``eval(out)`` of
 ``run_solution``'s output, ``exec`` of a returned string) runs the solution's code in the
@@ -17,10 +20,108 @@ Example (what the runner does):
     produced.holds("__import__('gc')...", own)  # True once a solution sent that text
 """
 
-__all__ = ["BUDGET", "MIN_TEXT", "Produced", "watch"]
+import json
+import re
+import sys
+
+__all__ = ["BUDGET", "LONG_LINE", "MIN_TEXT", "OwnText", "Produced", "SolutionText", "as_text",
+           "watch"]
 
 MIN_TEXT = 8  # shorter text cannot reach the runner's result channel
 BUDGET = 16 << 20  # characters of noted text; past it any compiled text counts
+LONG_LINE = 40  # a single solution line this long, found in compiled source, is its code
+TEXT_LIMIT = 32 << 20  # characters of the verifier's own texts read for the exclusions
+# Lines that say nothing of whose code it is: imports, punctuation, a bare keyword.
+_BARE = re.compile(r"(?:(?:import|from)\s[\w.\s,()*]*(?:import\s[\w.\s,()*]*)?|"
+                   r"[\W\d_]*|(?:else|try|finally|except|pass|break|continue|return|"
+                   r"raise|yield|None|True|False)\W*)\Z")
+
+
+def as_text(source):
+    """Source as compile() got it (str or bytes) as text."""
+    if isinstance(source, str):
+        return source
+    return bytes(source).decode("utf-8", "replace").removeprefix("\ufeff")
+
+
+def code_lines(text):
+    """The code lines of ``text``: stripped, without blank and comment-only lines."""
+    out = []
+    for line in text.splitlines():
+        line = line.strip()
+        if line and line[0] != "#":
+            out.append(line)
+    return out
+
+
+class SolutionText:
+    """What marks compiled source as the solution's: all of its text (line ends and
+    indentation aside), two consecutive lines of it, or one line of at least ``LONG_LINE``
+    characters; lines that are bare (imports, keywords) or the verifier's own do not count."""
+
+    def __init__(self, text):
+        lines = code_lines(text)
+        self.whole = "\n".join(lines)
+        self.pairs = set(zip(lines, lines[1:], strict=False))
+        self.long = {line for line in lines if len(line) >= LONG_LINE}
+
+    @classmethod
+    def of_file(cls, path, tree=False):
+        """The solution file's (``tree``: as ``ast.unparse`` writes its tree); None if it
+        cannot be read or parsed."""
+        try:
+            with open(path, "rb") as f:
+                text = as_text(f.read())
+            if tree:
+                ast = sys.modules["ast"]
+                text = ast.unparse(ast.parse(text))
+            return cls(text)
+        except (OSError, SyntaxError, ValueError, RecursionError):
+            return None
+
+    def found_in(self, text, own):
+        """Does ``text`` hold it? ``own(piece)``: the piece is the verifier's own."""
+        if not self.whole:
+            return False
+        lines = code_lines(text)
+        joined = "\n" + "\n".join(lines) + "\n"
+        whole = self.whole
+        if "\n" + whole + "\n" in joined and not _BARE.match(whole) and not own(whole):
+            return True
+        for pair in zip(lines, lines[1:], strict=False):
+            if pair in self.pairs and any(not _BARE.match(line) and not own(line)
+                                          for line in pair):
+                return True
+        return any(line in self.long and not _BARE.match(line) and not own(line)
+                   for line in lines)
+
+
+class OwnText:
+    """The verifier's own texts: its files (source, test cases) and the strings of its
+    compiled code (``code``), read when first asked; ``own(piece)`` says one holds it."""
+
+    def __init__(self, paths):
+        self.paths, self.code, self.texts = paths, None, None
+
+    def __call__(self, piece):
+        if self.texts is None:
+            texts = []
+            for path in self.paths:
+                try:
+                    with open(path, encoding="utf-8", errors="replace") as f:
+                        texts.append(f.read(TEXT_LIMIT))
+                except (OSError, TypeError):
+                    pass
+            codes = [self.code] if self.code is not None else []
+            while codes:
+                for const in codes.pop().co_consts:
+                    if isinstance(const, str) and len(const) >= MIN_TEXT:
+                        texts.append(const)
+                    elif hasattr(const, "co_consts"):
+                        codes.append(const)
+            self.texts = texts
+        escaped = json.dumps(piece, ensure_ascii=False)[1:-1]  # as a JSON file holds it
+        return any(piece in text or escaped in text for text in self.texts)
 
 
 class Produced:
