@@ -5,6 +5,8 @@ A folder holds ``task.md``, ``verifier.py``, ``reference_solution.py`` and ``met
 support files (any other file next to the verifier). The verifier's code is read into the
 Environment so it travels to other nodes with it. Those five files must be UTF-8 (a leading
 byte order mark is dropped); one that is not raises ValueError naming it and the bad byte.
+An environment is named after its folder: metadata.json's ``name`` is informative only, and
+one that differs is logged as a warning (routing and results use the folder's name).
 
 Example:
     >>> load_folder(BUILTIN_DIR / "coin_change").name
@@ -16,11 +18,14 @@ Example:
 from __future__ import annotations
 
 import json
+import logging
 from pathlib import Path
 from typing import Any
 
 from deepgym_ray.models import RESERVED_SANDBOX_NAMES, RESERVED_SANDBOX_PREFIX, Environment
 from deepgym_ray.textfiles import read_text
+
+logger = logging.getLogger(__name__)
 
 BUILTIN_DIR = Path(__file__).resolve().parent
 _FOLDER_FILES = {"task.md", "verifier.py", "reference_solution.py", "metadata.json",
@@ -75,8 +80,15 @@ def load_folder(folder: str | Path, name: str | None = None) -> Environment:
     task = folder / "task.md"
     reference = folder / "reference_solution.py"
     tests = folder / "test_cases.json"
+    name = name or folder.resolve().name
+    if meta.get("name") is not None and meta["name"] != name:
+        # Rows, solutions files and results name an environment by its folder, so a second
+        # name would route nothing: say which one counts rather than drop it silently.
+        logger.warning("%s: metadata.json names it %r; the environment is named %r after its "
+                       "folder (routing and results use that name)",
+                       folder, meta["name"], name)
     fields: dict[str, Any] = {
-        "name": name or folder.resolve().name,
+        "name": name,
         "task": read_text(task) if task.is_file() else "",
         "verifier_code": read_text(verifier),
         "reference_solution": read_text(reference) if reference.is_file() else None,
