@@ -75,7 +75,8 @@ EXIT_VERSUS_RESULT = [
     ("{'score': 0.5, 'passed': True}", "sys.exit(1)", 0.5, False, None),
     ("{'score': 1.0, 'passed': True}", "os._exit(1)", 0.0, False, "exit code 1"),
     ("{'score': 1.0, 'passed': True}", "sys.exit(0)", 1.0, True, None),
-    ("{'score': 1.0, 'passed': False}", "sys.exit(0)", 1.0, False, None),
+    # (full marks with "not passed" score 0: passed and score always agree)
+    ("{'score': 1.0, 'passed': False}", "sys.exit(0)", 0.0, False, None),
     ("{'score': 0.0, 'passed': False}", "sys.exit(0)", 0.0, False, None),
 ]
 
