@@ -229,6 +229,19 @@ def test_run_shows_the_exception_first_and_only_the_users_own_frames(tmp_path):
     assert proc.stdout.count("TimeoutError") == 1  # the details once, not twice
 
 
+def test_a_verifier_syntax_error_names_the_verifiers_file(tmp_path):
+    folder = tmp_path / "broken_env"
+    folder.mkdir()
+    (folder / "task.md").write_text("Write f().\n")
+    (folder / "verifier.py").write_text("def verify(solution_path, test_cases_path=None):\n"
+                                        "    return (\n")
+    answer = tmp_path / "answer.py"
+    answer.write_text("def f():\n    return 1\n")
+    proc = cli("run", folder, answer, "--mode", "local")
+    assert proc.returncode == 3, proc.stdout + proc.stderr  # no verdict
+    assert "SyntaxError: '(' was never closed at verifier.py line 2" in proc.stdout, proc.stdout
+
+
 def test_a_verifier_syntax_error_is_one_readable_cause(tmp_path):
     from deepgym_ray.cli.tracebacks import readable_error
 

@@ -93,13 +93,13 @@ def _set_limits(limits):
                 pass
 
 
-def detect_shape(source):
-    """'module', 'script' or 'body' (raises SyntaxError for none of them)."""
+def detect_shape(source, filename="verifier.py"):
+    """'module', 'script' or 'body' (raises SyntaxError, naming ``filename``, for none)."""
     import ast  # only when the host did not tell the shape: it costs a few ms to import
 
-    tree = ast.parse(source)
+    tree = ast.parse(source, filename)
     if _has_top_level_return(tree.body):
-        ast.parse(_as_function(source))
+        ast.parse(_as_function(source), filename)
         return "body"
     for node in tree.body:
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == "verify":
@@ -334,7 +334,7 @@ def _verify(config, guard, verifier_path, solution_path, tests_path, channel):
     result = {}
     try:
         source = _read_verifier(verifier_path)
-        shape = config.get("shape") or detect_shape(source)
+        shape = config.get("shape") or detect_shape(source, os.path.basename(verifier_path))
         result["shape"] = shape
         raw, status, message = run_verifier(source, shape, verifier_path, solution_path,
                                             tests_path, capture, guard)
