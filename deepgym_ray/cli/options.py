@@ -16,7 +16,7 @@ import argparse
 from typing import TYPE_CHECKING, Any
 
 from deepgym_ray.cli.errors import BadInput
-from deepgym_ray.config import MODES
+from deepgym_ray.config import MODES, named_configs
 
 if TYPE_CHECKING:  # pragma: no cover
     from deepgym_ray.client import DeepGym
@@ -74,8 +74,8 @@ def rate(text: str) -> float:
 def add_client_options(parser: argparse.ArgumentParser) -> None:
     """--config, --mode and --verbose, as every scoring command takes them."""
     parser.add_argument("--config", metavar="FILE.yaml|NAME",
-                        help="a DeepGymConfig YAML file, or a shipped one by name (local, "
-                             "cluster, daytona); flags override it")
+                        help="a DeepGymConfig YAML file, or a shipped one by name "
+                             f"({', '.join(named_configs())}); flags override it")
     parser.add_argument("--mode", choices=MODES, help="sandbox provider (default: auto)")
     parser.add_argument("-v", "--verbose", action="count", default=0,
                         help="log more (-v info, -vv debug)")
