@@ -7,6 +7,7 @@ every document it links to exists with the section it names.
 from __future__ import annotations
 
 import argparse
+import json
 import re
 from pathlib import Path
 
@@ -70,15 +71,19 @@ def test_the_shipped_configs_are_the_ones_listed():
     assert f"({', '.join(shipped)})" in " ".join(parser.format_help().split())
 
 
-def test_the_solutions_file_lines_are_read_as_described(tmp_path):
+def test_the_solutions_file_lines_are_read_and_scored_as_described(tmp_path):
     [block] = [b for b in _blocks("json") if '"task_id"' in b]
     path = tmp_path / "samples.jsonl"
     path.write_text(block, encoding="utf-8")
     lines = list(read_solutions(path))
     assert [(s.task_id, s.is_code) for s in lines] == [
-        ("coin_change", False), ("coin_change", False), ("knapsack_01", True),
-        ("HumanEval/3", False)]
+        ("coin_change", False), ("coin_change", False), ("knapsack_01", True)]
     assert isinstance(lines[1].answer, list)  # a conversation
+    proc = cli("eval", "builtin", "--solutions", path, "--mode", "local", "--backend", "threads",
+               "--no-progress", "--json")
+    assert proc.returncode == 0, proc.stderr
+    summary = json.loads(proc.stdout)
+    assert (summary["total"], summary["passed"], summary["no_verdict"]) == (3, 0, 0), summary
 
 
 def test_the_verifier_snippet_judges(local_client):
