@@ -54,6 +54,15 @@ def cluster_address(address: str | None = None) -> str | None:
     address = address or os.environ.get("RAY_ADDRESS") or None
     if address and address.startswith("ray://"):
         return address  # Ray Client: ray.init handles it, nothing to look up
+    if address is None:
+        # The record, read as Ray reads it, without Ray's scan of the machine's running
+        # instances: that scan warned "Found multiple active Ray instances ... Connecting to
+        # latest cluster" about other people's embedded Rays, before we found it gone.
+        try:
+            with open(_recorded_address_file()) as record:
+                return record.read().strip() or None
+        except OSError:
+            return None
     try:
         from ray._private.services import canonicalize_bootstrap_address
     except ImportError:  # pragma: no cover - a Ray without the helper: let ray.init decide
@@ -108,7 +117,8 @@ def _answers(address: str, timeout: float) -> bool:
 # at INFO (-v shows it), not printed by Ray's handler.
 _RAY_START_CHATTER = {
     "ray._private.authentication.authentication_token_setup": "Token authentication is",
-    "ray._private.worker": ("Started a local Ray instance", "Connected to Ray cluster"),
+    "ray._private.worker": ("Started a local Ray instance", "Connected to Ray cluster",
+                            "Connecting to existing Ray cluster"),
 }
 
 

@@ -128,14 +128,14 @@ def test_eval_as_a_ray_job(ray_head, tmp_path):
         str(Path(sys.executable).with_name("ray")), "job", "submit", "--address", url, "--",
         "deepgym-ray", "eval", "humaneval", "--reference", "--limit", str(TASKS),
         "--config", str(ROOT / "configs" / "local.yaml"), "--max-parallel", "4",
-        "--no-progress", "--out", str(out_file),
+        "--no-progress", "--out", str(out_file), "-v",
     ]
     job = subprocess.run(submit, env=env, capture_output=True, text=True, timeout=900)
     logs = job.stdout + job.stderr
     assert job.returncode == 0, logs
     assert "succeeded" in logs
-    # The driver joined the job's cluster instead of starting its own.
-    assert "Connecting to existing Ray cluster" in logs
+    # The driver joined the job's cluster instead of starting its own (said at INFO: -v).
+    assert f"joining the Ray cluster at {gcs}" in logs
     assert f"Runs: {TASKS} (judged {TASKS}, no verdict 0)" in logs
     assert "Pass Rate: 100.00% (judged 100.00%, 0.00% no verdict)" in logs
 
