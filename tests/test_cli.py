@@ -171,6 +171,8 @@ def test_human_eval_samples_and_wrong_answers(capsys, tmp_path):
 @pytest.mark.parametrize("content, message", [
     (None, "does not exist"),
     ('{"task_id": "humaneval/0", "completion": "x"}\n{oops\n', "line 2: not valid JSON"),
+    ('{"task_id": "humaneval/0", "completion": "a\tb"}\n',
+     "line 1: not valid JSON (Invalid control character at column 44)"),
     ('{"task_id": "humaneval/0"}\n', "line 1: no 'completion'"),
     ('\n\n{"task_id": "humaneval/9999", "completion": "x"}\n',
      "line 3: task_id 'humaneval/9999' is not in this eval (the 164 environments) "

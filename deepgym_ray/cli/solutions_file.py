@@ -104,7 +104,8 @@ def read_solutions(path: str | Path) -> Iterator[SolutionLine]:
                 try:
                     record = json.loads(text)
                 except json.JSONDecodeError as exc:
-                    raise SolutionsFileError(f"{where}: not valid JSON ({exc.msg} at column "
+                    what = exc.msg.removesuffix(" at")  # "Invalid control character at"
+                    raise SolutionsFileError(f"{where}: not valid JSON ({what} at column "
                                              f"{exc.colno})") from None
                 if not isinstance(record, dict):
                     raise SolutionsFileError(f"{where}: expected a JSON object, got "
