@@ -66,6 +66,7 @@ from deepgym_ray.sandboxes.base import (
     SandboxProvider,
     sandbox_path,
 )
+from deepgym_ray.sandboxes.local import janitor
 from deepgym_ray.sandboxes.local.cgroups import RunCgroup, RunCgroups, missing_guarantees
 from deepgym_ray.sandboxes.local.commands import kill_group, run_exec, run_forked
 from deepgym_ray.sandboxes.local.deepgym_seccomp import Installer
@@ -75,7 +76,6 @@ from deepgym_ray.sandboxes.local.isolation import (
     count_own_processes,
     world_reachable,
 )
-from deepgym_ray.sandboxes.local.janitor import release_at_exit
 from deepgym_ray.sandboxes.local.seccomp import missing as seccomp_missing
 from deepgym_ray.sandboxes.local.seccomp import sandbox_filter
 from deepgym_ray.sandboxes.local.seccomp import wanted as seccomp_wanted
@@ -162,6 +162,9 @@ class LocalProvider(SandboxProvider):
         self.as_root = os.geteuid() == 0
         self.cgroups = RunCgroups.probe() if self.as_root else RunCgroups({}, {"all": "not root"})
         self.cgroups.sweep_stale()
+        if self.cgroups.available:  # this process's runs die with it, even by SIGKILL
+            janitor.kill_groups_at_exit(f"{self.cgroups.prefix}{os.getpid()}-",
+                                        self.cgroups.parents.values())
         self._tmpfs = self.as_root  # until a mount fails
         self._work_root = WorkRoot(mount=self.as_root)  # the runners' (see workarea)
         self.bwrap = None if isolation == "none" else bwrap_prefix(self.solution_python,
@@ -188,7 +191,7 @@ class LocalProvider(SandboxProvider):
                 # A mount outlives this process: release it even if close() is never called,
                 # and even if this process is killed.
                 weakref.finalize(self, discard_if_empty, self._solutions_root)
-                release_at_exit(self._solutions_root)
+                janitor.release_at_exit(self._solutions_root)
             except OSError as exc:
                 self._tmpfs = False
                 logger.debug("no shared mount for the zygote: %s", exc)
@@ -275,6 +278,8 @@ class LocalProvider(SandboxProvider):
         except OSError as exc:
             self._discard(box)
             raise SandboxError(f"cannot make the run's sandbox: {exc}") from exc
+        if uid is not None and not self.cgroups.available:  # no group to kill it by
+            janitor.kill_uid_at_exit(uid)
         return Sandbox(id=work.name, provider=self.name, handle=box)
 
     def _mount_work_area(self, box: _Box, uid: int) -> None:
@@ -408,6 +413,8 @@ class LocalProvider(SandboxProvider):
                                    "was not judged", sandbox_id=sandbox.id)
 
     def _discard(self, box: _Box) -> None:
+        if box.uid is not None and not self.cgroups.available:
+            janitor.forget_uid(box.uid)
         if box.cgroup is not None and box.cgroup.remove():
             box.cgroup = None
         discard(box.work_dir, box.solution_dir.parent,
