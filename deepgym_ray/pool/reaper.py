@@ -6,7 +6,13 @@ run, and some of them (the agents ignore SIGTERM) stay. :func:`start_reaper` for
 watchdog first. Every process the command starts from then on inherits an environment
 variable naming this command (``DEEPGYM_REAPER_TAG``); when the command ends, however it ends,
 the watchdog sees its pipe close and SIGKILLs every process that carries the tag, until none is
-left. Processes of a cluster the command only joined never carry it, so they are left alone.
+left. Ray's agents rewrite their process title over their environment (``setproctitle``), so
+the tag cannot be read there; they are found instead by the files they hold open in the
+session directory of a Ray this command started (Ray names it after the starting process's
+pid and the time; an older session of a reused pid is not ours). Processes of a cluster the
+command only joined carry neither, so they are left alone. The watchdog holds none of the
+command's descriptors: a socket or pipe the command's helpers watch for its end (the local
+sandbox's zygote, fork server and janitor) ends with the command, not with the watchdog.
 
 Example:
     from deepgym_ray.pool.reaper import start_reaper
@@ -17,9 +23,11 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 import secrets
 import signal
 import time
+from datetime import datetime
 
 __all__ = ["TAG_VARIABLE", "start_reaper", "tagged_processes"]
 
@@ -50,10 +58,44 @@ def tagged_processes(tag: str) -> list[int]:
     return found
 
 
-def _reap(tag: str, rounds: int = 50) -> None:
-    """SIGKILL every tagged process until a pass finds none (a dying parent may fork)."""
+# Ray's session directories: session_<local date and time>_<microseconds>_<starter's pid>.
+_SESSION = re.compile(r"/session_(\d{4}-\d\d-\d\d_\d\d-\d\d-\d\d_\d+)_(\d+)(?:/|$)")
+
+
+def session_processes(starter: int, since: float) -> list[int]:
+    """Pids of the processes holding a file open in a Ray session directory that process
+    ``starter`` made at ``since`` (a Unix time) or later."""
+    me, found = os.getpid(), []
+    for name in os.listdir("/proc"):
+        if not name.isdigit() or int(name) == me:
+            continue
+        try:
+            links = [os.readlink(f"/proc/{name}/fd/{fd}") for fd in os.listdir(f"/proc/{name}/fd")]
+        except OSError:  # gone (or a descriptor closed meanwhile: the next pass sees it)
+            continue
+        for link in links:
+            match = _SESSION.search(link)
+            if match and int(match[2]) == starter and _made_since(match[1], since):
+                found.append(int(name))
+                break
+    return found
+
+
+def _made_since(stamp: str, since: float) -> bool:
+    try:
+        made = datetime.strptime(stamp, "%Y-%m-%d_%H-%M-%S_%f").timestamp()
+    except ValueError:
+        return False
+    return made >= since - 1  # the name's clock is the same; a second of slack for rounding
+
+
+def _reap(tag: str, starter: int = 0, since: float = 0.0, rounds: int = 50) -> None:
+    """SIGKILL every tagged process, and every process of a Ray session ``starter`` made
+    since ``since``, until a pass finds none (a dying parent may fork)."""
     for _ in range(rounds):
         pids = tagged_processes(tag)
+        if starter:
+            pids += session_processes(starter, since)
         if not pids:
             return
         for pid in pids:
@@ -77,11 +119,13 @@ def start_reaper() -> str | None:
     tag = f"{inherited}/{secrets.token_hex(8)}" if inherited else secrets.token_hex(8)
     os.environ[TAG_VARIABLE] = tag
     read_end, write_end = os.pipe()  # not inheritable: only this process holds the write end
+    command, since = os.getpid(), time.time()
     pid = os.fork()
     if pid == 0:  # the watchdog: its own session, so a signal to the command's group spares it
         try:
             os.setsid()
-            os.close(write_end)
+            os.closerange(3, read_end)  # every descriptor of the command's but our pipe's
+            os.closerange(read_end + 1, os.sysconf("SC_OPEN_MAX"))
             # Not the command's stdio: whoever reads its output (a pipe, `| tee`) sees the
             # end when the command ends, not when the watchdog's last sweep does.
             try:
@@ -94,7 +138,7 @@ def start_reaper() -> str | None:
             os.environ.pop(TAG_VARIABLE, None)
             while os.read(read_end, 1):
                 pass
-            _reap(tag)
+            _reap(tag, command, since)
         finally:
             os._exit(0)
     os.close(read_end)
