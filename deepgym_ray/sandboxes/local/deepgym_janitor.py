@@ -172,7 +172,8 @@ class Orders:
     def take(self, line):
         fields = line.split("\t")
         if fields[0] == "cgroups" and len(fields) > 2:
-            self.cgroups.append((fields[1], fields[2:]))
+            if (fields[1], fields[2:]) not in self.cgroups:  # one per provider made here
+                self.cgroups.append((fields[1], fields[2:]))
         elif fields[0] in ("uid", "-uid") and len(fields) == 2 and fields[1].isdigit():
             (self.uids.add if fields[0] == "uid" else self.uids.discard)(int(fields[1]))
         elif line.startswith("/"):

@@ -137,8 +137,9 @@ class SolutionZygote:
 
     def _stop_locked(self) -> None:
         if self._lifeline is not None:
-            # The zygote exits on this, and its PID namespace with it: every solution
-            # process still there dies (a run in flight sees the zygote gone: no verdict).
+            # The zygote exits on this (a run in flight sees it gone: no verdict). Its
+            # solution processes do not: bwrap's init waits for all of them; the provider
+            # kills them by their runs' cgroups, or its janitor once this process is gone.
             self._lifeline.close()
             self._lifeline = None
         if self._proc is not None:
