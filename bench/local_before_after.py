@@ -57,8 +57,9 @@ print(json.dumps({"rate": rate, "cpu_ms": cpu_ms, "right": right, "no_verdict": 
 def measure(tree: Path, n: int, parallel: int) -> dict:
     env = {**os.environ, "PYTHONPATH": str(tree), "BENCH_DIR": str(ROOT / "bench")}
     env.pop("RAY_ADDRESS", None)
+    # cwd: the tree, since `python -c` puts the working directory first on sys.path.
     done = subprocess.run([sys.executable, "-c", MEASURE, str(n), str(parallel)], env=env,
-                          capture_output=True, text=True, timeout=1800)
+                          cwd=str(tree), capture_output=True, text=True, timeout=1800)
     if done.returncode != 0:
         raise SystemExit(f"the run on {tree} failed:\n{done.stderr[-3000:]}")
     result = json.loads(done.stdout.splitlines()[-1])
