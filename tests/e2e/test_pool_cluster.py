@@ -106,7 +106,8 @@ def test_removing_a_node_mid_batch_loses_no_result(cluster, tmp_path):
 
 
 def test_embedded_ray_starts_on_first_batch_and_import_is_cheap(ray_temp_dir):
-    """No cluster: the first batch starts a local Ray on this machine without a dashboard."""
+    """No cluster, backend "ray": the first batch starts a local Ray on this machine without
+    a dashboard (backend "auto", the default, scores in process then: tests/test_client.py)."""
     code = textwrap.dedent("""
         import json, sys
         import deepgym_ray
@@ -114,7 +115,7 @@ def test_embedded_ray_starts_on_first_batch_and_import_is_cheap(ray_temp_dir):
         from providers import make_client, script
         from deepgym_ray.config import PoolConfig
         from deepgym_ray.models import Environment
-        client = make_client(pool=PoolConfig(actors=1, num_cpus_per_actor=0))
+        client = make_client(pool=PoolConfig(actors=1, num_cpus_per_actor=0), backend="ray")
         env = Environment(name="scripted", verifier_code="return 1.0")
         batch = client.run_batch(env, [script(score=1.0), script(score=0.5)])
         import ray
