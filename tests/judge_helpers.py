@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import uuid
 
@@ -50,3 +51,27 @@ def processes_with(marker: str) -> list[int]:
         except OSError:
             continue
     return found
+
+
+# A solution that rewrites its own worker (found through gc) so that every reply carries a
+# write-back (``mut``) of its choosing, whether or not the request asked for one.
+_FORGER = '''
+import gc
+def _forge():
+    for space in gc.get_objects():
+        if type(space) is dict and "_answer" in space and "_OBJECTS" in space:
+            real = space["_answer"]
+            def forged(call, _real=real):
+                reply = _real(call)
+                if reply.get("ok") and "args" in call:
+                    reply["mut"] = MUT
+                return reply
+            space["_answer"] = forged
+_forge()
+'''
+
+
+def write_back_forger(changes: list) -> str:
+    """The start of a solution whose every reply forges ``changes`` (the wire's change list:
+    ``[[argument index, wire tree], ...]``) as the write-back to the verifier's arguments."""
+    return _FORGER.replace("MUT", repr(json.dumps(changes)))

@@ -21,6 +21,7 @@ The module registers itself with Ray's cloudpickle by value, so Ray workers need
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import sys
@@ -31,9 +32,14 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from deepgym_ray.exceptions import ProviderConnectionError
+from deepgym_ray.exceptions import ProviderConnectionError, ProviderHTTPError
 from deepgym_ray.models import Environment
-from deepgym_ray.sandboxes.base import CommandResult, Sandbox, SandboxProvider
+from deepgym_ray.sandboxes.base import (
+    CommandResult,
+    ForwardingProvider,
+    Sandbox,
+    SandboxProvider,
+)
 
 try:  # workers unpickle these classes by value: no import path needed on their side
     import ray.cloudpickle
@@ -232,3 +238,24 @@ class _Factory:
 
     def __call__(self) -> ScriptedProvider:
         return ScriptedProvider(self.marker_dir)
+
+
+def provider_fails(code: bytes) -> bool:
+    """Whether :class:`FlakyProvider` refuses this solution (about half of all answers)."""
+    return hashlib.sha256(code).digest()[0] % 2 == 1
+
+
+class FlakyProvider(ForwardingProvider):
+    """The real local provider, answering HTTP 503 (no verdict) for the answers
+    :func:`provider_fails` names: a trainer's step with some completions unjudged."""
+
+    def __init__(self) -> None:
+        from deepgym_ray.sandboxes import make_provider
+
+        super().__init__(make_provider("local"))
+        self.name = "flaky-local"
+
+    def put_files(self, sandbox: Sandbox, files: Mapping[str, bytes]) -> None:
+        if provider_fails(files["solution.py"]):
+            raise ProviderHTTPError(503, "service unavailable (test provider)")
+        self.inner.put_files(sandbox, files)

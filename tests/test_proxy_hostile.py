@@ -8,13 +8,12 @@ return its own result (a crash of the verifier would be no verdict, not a 0).
 
 from __future__ import annotations
 
-import json
 import subprocess
 import sys
 import uuid
 
 import pytest
-from judge_helpers import processes_with
+from judge_helpers import processes_with, write_back_forger
 
 from deepgym_ray.models import Environment
 
@@ -45,28 +44,6 @@ class Liar:
     def __len__(self):
         return 3
 '''
-
-# A solution that rewrites its own worker to attach a write-back (``mut``) of its choosing to
-# every reply: MUT is the forged change list.
-FORGER = '''
-import gc
-def _forge():
-    for space in gc.get_objects():
-        if type(space) is dict and "_answer" in space and "_OBJECTS" in space:
-            real = space["_answer"]
-            def forged(call, _real=real):
-                reply = _real(call)
-                if reply.get("ok") and "args" in call:
-                    reply["mut"] = MUT
-                return reply
-            space["_answer"] = forged
-_forge()
-'''
-
-
-def _forger(changes: list) -> str:
-    """FORGER sending ``changes`` (the wire's change list) as every reply's write-back."""
-    return FORGER.replace("MUT", repr(json.dumps(changes)))
 
 # name -> (probe expression, expected, solution, what the verifier must have caught); the
 # attacks that make the solution process work hard before it refuses get more CPU time.
@@ -133,14 +110,14 @@ ATTACKS = {
     "forged_write_back_on_a_copied_call": (
         "(lambda xs: [__import__('deepgym_proxy').function_caller(sol, 'sorted_copy')(xs), "
         "xs])([3, 1, 2])", "[[], []]",
-        _forger([[0, ["l", []]]]) + "def sorted_copy(xs):\n    return []\n",
+        write_back_forger([[0, ["l", []]]]) + "def sorted_copy(xs):\n    return []\n",
         "caught SolutionError: the solution sent an unreadable value: changes to arguments it "
         "was not asked for"),
     # A write-back names each container it sent once: a second change to the same one is
     # forged, and nothing of the reply is applied.
     "write_back_twice_to_one_argument": (
         "(lambda xs: (sol.sort(xs), xs)[1])([3, 1, 2])", "[9, 9, 9]",
-        _forger([[0, ["l", [["i", "1"], ["i", "2"], ["i", "3"]]]],
+        write_back_forger([[0, ["l", [["i", "1"], ["i", "2"], ["i", "3"]]]],
                  [0, ["l", [["i", "9"], ["i", "9"], ["i", "9"]]]]])
         + "def sort(xs):\n    xs.sort()\n",
         "caught SolutionError: the solution sent an unreadable value: malformed change"),

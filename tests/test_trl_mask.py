@@ -9,17 +9,14 @@ provider refuses about half of the answers, beside a length reward weighted 0.5.
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import math
 import statistics
 import threading
-from collections.abc import Mapping
 
 import pytest
+from providers import FlakyProvider, provider_fails
 
 from deepgym_ray import mask_unjudged
-from deepgym_ray.exceptions import ProviderHTTPError
-from deepgym_ray.sandboxes.base import ForwardingProvider, Sandbox
 
 trl = pytest.importorskip("trl")
 
@@ -148,25 +145,6 @@ def test_bad_calls_and_arguments_are_named():
 # --- TRL's own GRPOTrainer -----------------------------------------------------------------
 
 ENVS = ("coin_change", "max_subarray_sum")
-
-
-def provider_fails(code: bytes) -> bool:
-    return hashlib.sha256(code).digest()[0] % 2 == 1
-
-
-class FlakyProvider(ForwardingProvider):
-    """The real local provider, answering HTTP 503 (no verdict) for about half the answers."""
-
-    def __init__(self) -> None:
-        from deepgym_ray.sandboxes import make_provider
-
-        super().__init__(make_provider("local"))
-        self.name = "flaky-local"
-
-    def put_files(self, sandbox: Sandbox, files: Mapping[str, bytes]) -> None:
-        if provider_fails(files["solution.py"]):
-            raise ProviderHTTPError(503, "service unavailable (test provider)")
-        self.inner.put_files(sandbox, files)
 
 
 def completion_length(completions, **kwargs):

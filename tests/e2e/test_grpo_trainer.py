@@ -8,15 +8,11 @@ knows which): those completions must get None, and the no-verdict rate must reac
 
 from __future__ import annotations
 
-import hashlib
 import sys
 import uuid
-from collections.abc import Mapping
 
 import pytest
-
-from deepgym_ray.exceptions import ProviderHTTPError
-from deepgym_ray.sandboxes.base import ForwardingProvider, Sandbox
+from providers import FlakyProvider, provider_fails
 
 pytestmark = pytest.mark.e2e
 
@@ -31,26 +27,6 @@ except ImportError:  # pragma: no cover
     pass
 
 ENVS = ("coin_change", "max_subarray_sum")
-
-
-def provider_fails(code: bytes) -> bool:
-    """Whether the flaky provider refuses this solution (about half of all answers)."""
-    return hashlib.sha256(code).digest()[0] % 2 == 1
-
-
-class FlakyProvider(ForwardingProvider):
-    """The real local provider, except that it answers HTTP 503 for the answers above."""
-
-    def __init__(self) -> None:
-        from deepgym_ray.sandboxes import make_provider
-
-        super().__init__(make_provider("local"))
-        self.name = "flaky-local"
-
-    def put_files(self, sandbox: Sandbox, files: Mapping[str, bytes]) -> None:
-        if provider_fails(files["solution.py"]):
-            raise ProviderHTTPError(503, "service unavailable (test provider)")
-        self.inner.put_files(sandbox, files)
 
 
 def test_grpo_trainer_with_mixed_rewards_on_the_pool(ray_local, tmp_path):

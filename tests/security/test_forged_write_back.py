@@ -1,6 +1,7 @@
 """A solution that forges the proxy's write-back to empty the verifier's own arguments."""
 
 from harness import Attack
+from judge_helpers import write_back_forger
 
 # Like ``score_cases``: the call is a copied one (``function_caller``), and the check then reads
 # the very list it sent. Only an emptied ``xs`` lets ``[]`` pass.
@@ -21,24 +22,9 @@ def verify(solution_path, test_cases_path=None):
 
 RIGHT = "def sorted_copy(xs):\n    return sorted(xs)\n"
 
-# The solution rewrites its own worker (found through gc) so that every reply carries a
-# write-back emptying the first argument, whether or not the request asked for one.
-FORGER = r'''
-import gc
-def _forge():
-    for space in gc.get_objects():
-        if type(space) is dict and "_answer" in space and "_OBJECTS" in space:
-            real = space["_answer"]
-            def forged(call, _real=real):
-                reply = _real(call)
-                if reply.get("ok") and "args" in call:
-                    reply["mut"] = '[[0,["l",[]]]]'
-                return reply
-            space["_answer"] = forged
-_forge()
-def sorted_copy(xs):
-    return []
-'''
+# The solution's every reply carries a write-back emptying the first argument, whether or
+# not the request asked for one.
+FORGER = write_back_forger([[0, ["l", []]]]) + "def sorted_copy(xs):\n    return []\n"
 
 ATTACK = Attack(
     name="forged_write_back",
