@@ -9,7 +9,7 @@ trees see the same load. Each process counts its CPU in a cpuacct cgroup of its 
 ``judge_cpu.py``).
 
 Usage:
-    python bench/local_before_after.py --before 152f9f7 [--n 64] [--parallel 2] [--rounds 3]
+    python bench/local_before_after.py --before 152f9f7 [--after REV] [--n 64] [--rounds 3]
 
 Prints runs/s and CPU ms per run for both trees (the best of the rounds) and their ratios
 (target: after/before >= 0.95).
@@ -73,16 +73,20 @@ def measure(tree: Path, n: int, parallel: int) -> dict:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--before", required=True, help="the earlier commit (e.g. 152f9f7)")
+    parser.add_argument("--after", help="a later commit to measure instead of this tree")
     parser.add_argument("--n", type=int, default=64)
     parser.add_argument("--parallel", type=int, default=os.cpu_count() or 2)
     parser.add_argument("--rounds", type=int, default=3)
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="deepgym-before-") as tmp:
-        before = Path(tmp) / "tree"
-        subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "--detach", str(before),
-                        args.before], check=True, capture_output=True)
+        made = []
+        for name, rev in (("before", args.before), ("after", args.after)):
+            if rev is not None:
+                made.append(Path(tmp) / name)
+                subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "--detach",
+                                str(made[-1]), rev], check=True, capture_output=True)
         try:
-            trees = {"before": before, "after": ROOT}
+            trees = {"before": made[0], "after": made[1] if args.after else ROOT}
             rates: dict[str, list[float]] = {"before": [], "after": []}
             cpus: dict[str, list[float]] = {"before": [], "after": []}
             for round_ in range(args.rounds):
@@ -95,8 +99,9 @@ def main() -> None:
                           f"{result['cpu_ms']:5.1f} ms CPU a run", flush=True)
             last = result["isolation"]
         finally:
-            subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force",
-                            str(before)], capture_output=True)
+            for tree in made:
+                subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force",
+                                str(tree)], capture_output=True)
     rate = {name: max(values) for name, values in rates.items()}
     cpu = {name: min(values) for name, values in cpus.items()}
     print(f"completions: {args.n}  parallel: {args.parallel}  rounds: {args.rounds}  "
