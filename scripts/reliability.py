@@ -73,8 +73,9 @@ def run_pytest(junit: Path, e2e: bool, extra: list[str]) -> int:
 
 def attack_tags(path: Path) -> str:
     """The tags the attack file declares (its ATTACK), read by importing it."""
-    if str(SECURITY) not in sys.path:
-        sys.path.insert(0, str(SECURITY))
+    for folder in (SECURITY.parent, SECURITY):  # as conftest.py puts them: the shared helpers
+        if str(folder) not in sys.path:
+            sys.path.insert(0, str(folder))
     spec = importlib.util.spec_from_file_location(f"reliability_{path.stem}", path)
     module = importlib.util.module_from_spec(spec)
     try:
