@@ -32,6 +32,20 @@ os.environ.setdefault("RAY_SERVE_PROXY_HEALTH_CHECK_TIMEOUT_S", "60")
 if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
     signal.signal(signal.SIGINT, signal.default_int_handler)
 
+# The quick tier (`pytest -m "not slow"`): every module's fast tests, for every commit. Slow
+# are the real-component folders (e2e, the security battery, infrastructure faults), anything
+# marked e2e, and the tests marked slow in place (each took more than 2 s in a full run).
+_SLOW_FOLDERS = ("e2e", "security", "faults")
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        parts = item.path.relative_to(config.rootpath).parts
+        if (len(parts) > 2 and parts[0] == "tests" and parts[1] in _SLOW_FOLDERS) \
+                or item.get_closest_marker("e2e") is not None:
+            item.add_marker(pytest.mark.slow)
+
+
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_makereport(item, call):
     """Under CI a skip is a failure: .ci/run installs and starts everything the tests need, so

@@ -106,6 +106,7 @@ def test_a_wrapper_that_overrides_run_is_not_handed_cancel_unless_it_says_so():
         inner.close()
 
 
+@pytest.mark.slow
 def test_a_cancelled_daytona_run_stops_waiting_and_its_sandbox_is_deleted(daytona_server):
     from cancel_helpers import QUICK, wait_until
 

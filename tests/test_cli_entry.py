@@ -39,6 +39,7 @@ UNRUNNABLE = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mode", sorted(UNRUNNABLE))
 def test_a_mode_that_cannot_run_fails_once_before_any_work(tmp_path, mode):
     out = tmp_path / "out.jsonl"
@@ -196,6 +197,7 @@ def test_pass_at_k_for_the_ks_asked_and_the_breakdown_in_text(tmp_path):
     ("def coin_change(coins, amount):\n    while True:\n        pass\n", "timed out"),
     ("def coin_change(coins, amount):\n    raise KeyError('boom')\n", "KeyError"),
 ])
+@pytest.mark.slow
 def test_run_says_why_an_answer_failed(tmp_path, code, why):
     answer = tmp_path / "answer.py"
     answer.write_text(code)

@@ -31,6 +31,7 @@ def test_run_takes_a_conversation_and_fills_env_name(env):
     assert result.score == 1.0 and result.env_name == "prime_factors" and result.duration > 0
 
 
+@pytest.mark.slow
 def test_batch_keeps_order_and_never_raises(env):
     broken = Environment(name="broken", verifier_code="def verify(:\n")
     dg = DeepGym("local")

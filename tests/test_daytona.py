@@ -187,6 +187,7 @@ def test_a_hung_call_is_given_up_at_our_deadline(server):
 # -- scoring through the pool ------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_every_builtin_reference_scores_one_and_a_wrong_answer_zero(pool_client, server):
     names = builtin_names()
     envs = [load_environment(n) for n in names]
@@ -216,6 +217,7 @@ FAULTS = [
 ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("fault", "expected"), FAULTS)
 def test_each_fault_gives_no_verdict_with_its_error(pool_client, server, fault, expected):
     call, action, status = fault
@@ -230,6 +232,7 @@ def test_each_fault_gives_no_verdict_with_its_error(pool_client, server, fault, 
     assert again.score == 1.0, again
 
 
+@pytest.mark.slow
 def test_a_batch_with_faults_sprinkled_in_gets_one_verdict_per_input(pool_client, server):
     answers = [ENV.reference_solution if i % 3 else WRONG for i in range(30)]
     server.faults.add("session_exec", "status", status=503, times=None, rate=0.15)

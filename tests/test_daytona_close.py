@@ -31,6 +31,7 @@ def _labelled(server, instance: str) -> list[str]:
                       if (box.request.labels or {}).get("deepgym.instance") == instance)
 
 
+@pytest.mark.slow
 def test_a_sandbox_discarded_in_the_background_is_deleted_before_close_returns(server):
     """The run fails, so its sandbox is discarded and deleted on a thread of its own; that
     deletion hangs. close() waits for it, tries again once it failed, and returns with
@@ -64,6 +65,7 @@ def test_close_names_the_sandboxes_it_could_not_delete(server):
         server.vanish(kept)
 
 
+@pytest.mark.slow
 def test_closing_a_pool_client_deletes_its_actors_sandboxes(server, ray_local):
     """On the Ray pool this process started: the client's close stops the pool, each actor
     closes its provider first, and the discarded sandbox whose deletion hung is deleted too."""

@@ -87,6 +87,7 @@ def test_close_during_a_run_removes_its_container_and_the_run_has_no_verdict(eng
     assert not result.has_verdict and result.error_type == "sandbox_error", result
 
 
+@pytest.mark.slow
 def test_closing_the_pool_client_removes_the_actors_containers(engine, ray_local):
     """The client started the pool (on the embedded Ray this process started): its close
     stops it, and every container of its actors is gone when close returns."""

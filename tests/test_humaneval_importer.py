@@ -103,6 +103,7 @@ def test_cheats_and_broken_answers_are_judged_zeros(client, name):
     assert (result.passed, result.score) == (False, 0.0), result
 
 
+@pytest.mark.slow
 def test_a_hanging_answer_is_the_solutions_timeout(client):
     code = "def add(x, y):\n    while True:\n        pass\n"
     result = client.run_safe(load_suite_environment("humaneval/53"), code)

@@ -125,6 +125,7 @@ def call_while_starved(tmp_path: Path, call: str, run_time: float = 120.0
     return outcome, str(value), seconds
 
 
+@pytest.mark.slow
 def test_a_right_answer_starved_past_its_wall_clock_bound_is_not_timed_out(tmp_path):
     work = 0.5 * CASE_TIMEOUT
     outcome, value, seconds = call_while_starved(tmp_path, f"work({work})")
@@ -133,11 +134,13 @@ def test_a_right_answer_starved_past_its_wall_clock_bound_is_not_timed_out(tmp_p
     assert seconds > WALL_FACTOR * CASE_TIMEOUT, seconds
 
 
+@pytest.mark.slow
 def test_an_answer_that_sleeps_is_still_ended_by_the_wall_clock_bound(tmp_path):
     outcome, value, seconds = call_while_starved(tmp_path, "nap()")
     assert outcome == "TimeoutError" and "waits for a CPU not counted" in value, value
 
 
+@pytest.mark.slow
 def test_an_answer_that_makes_itself_wait_is_ended_by_the_run_time_left(tmp_path):
     run_time = 12.0
     outcome, value, _seconds = call_while_starved(tmp_path, "yield_behind_own_spinners()",

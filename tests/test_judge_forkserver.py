@@ -168,6 +168,7 @@ def answer():
         assert sweeps == []  # the runner proved its solution processes gone
 
 
+@pytest.mark.slow
 def test_a_runner_killed_at_the_deadline_leaves_nothing(client):
     # The verifier ignores the runner's own alarm, so the host kills the runner; with no
     # proof of a clean end, destroy() sweeps by uid.
@@ -197,6 +198,7 @@ def verify(solution_path, test_cases_path=None):
     assert time.monotonic() - started < 60
 
 
+@pytest.mark.slow
 def test_a_verifier_that_hangs_before_the_solution_raises_timeout(client):
     verifier = "import signal, time\nsignal.signal(signal.SIGALRM, signal.SIG_IGN)\n" \
                "while True:\n    time.sleep(0.05)\n"

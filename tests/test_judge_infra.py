@@ -36,6 +36,7 @@ def dg():
     return DeepGym("local")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(k for k, v in RAISING.items() if v[1] is not None))
 def test_run_raises_and_batch_has_no_verdict(dg, name):
     code, exc_type = RAISING[name]
@@ -78,6 +79,7 @@ def test_uncaught_solution_timeout_is_solution_timeout(dg):
     assert result.error_type == "solution_timeout"
 
 
+@pytest.mark.slow
 def test_verifier_hanging_after_play_is_solution_timeout(dg):
     code = ("import time\nfrom deepgym_solution import solution_source\n"
             "def verify(p, t=None):\n    solution_source(p)\n    time.sleep(60)\n")

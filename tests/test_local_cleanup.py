@@ -55,6 +55,7 @@ def provider():
     box.close()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("zygote", [True, False], ids=["zygote", "bwrap"])
 def test_a_reforking_survivor_is_gone_when_the_result_returns(zygote):
     provider = RecordingProvider(solution_zygote=zygote)

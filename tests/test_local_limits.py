@@ -151,6 +151,7 @@ def attack():
 '''
 
 
+@pytest.mark.slow
 def test_a_runs_many_busy_processes_do_not_starve_a_neighbour(provider):
     """Both runs are busy at once; each gets the CPU of one run, not of one process: without
     a share per run the probe gets 1/16 of what the neighbour's 16 processes get together.

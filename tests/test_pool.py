@@ -50,6 +50,7 @@ def max_overlap(intervals):
     return best
 
 
+@pytest.mark.slow
 def test_results_come_back_in_input_order_with_mixed_run_times(make_pool):
     pool = make_pool(actors=2, concurrency=4)
     sleeps = [0.3, 0.0, 0.15, 0.0, 0.05] * 4
@@ -63,6 +64,7 @@ def test_results_come_back_in_input_order_with_mixed_run_times(make_pool):
     assert seen != sorted(seen)  # completion order differs: the reordering was needed
 
 
+@pytest.mark.slow
 def test_backpressure_in_flight_runs_counted_by_the_actors(make_pool):
     pool = make_pool(actors=2, concurrency=8)
     answers = [script(score=1.0, sleep=0.2) for _ in range(24)]
@@ -112,6 +114,7 @@ def test_retries_exhausted_gives_no_verdict_and_no_reward(make_pool):
     assert run.stats.exhausted == 1 and run.stats.retries == 2
 
 
+@pytest.mark.slow
 def test_actor_killed_by_its_own_provider_mid_batch(make_pool):
     pool = make_pool(actors=2, concurrency=4)
     answers = [script(score=1.0, sleep=0.2) for _ in range(12)]
@@ -122,6 +125,7 @@ def test_actor_killed_by_its_own_provider_mid_batch(make_pool):
     assert run.stats.actor_failures >= 1 and run.stats.retries >= 1
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("no_restart", [False, True])
 def test_ray_kill_an_actor_mid_batch(make_pool, ray_local, no_restart):
     pool = make_pool(actors=2, concurrency=4)
@@ -145,6 +149,7 @@ def test_ray_kill_an_actor_mid_batch(make_pool, ray_local, no_restart):
     assert all(r.passed for r in again)
 
 
+@pytest.mark.slow
 def test_two_driver_processes_get_the_same_actors(ray_local, tmp_path):
     name = f"shared-{uuid.uuid4().hex[:8]}"
     address = ray_local.get_runtime_context().gcs_address
@@ -214,6 +219,7 @@ def test_a_client_with_other_sandbox_settings_gets_its_own_pool(make_pool, ray_l
         joined.shutdown()
 
 
+@pytest.mark.slow
 def test_a_pool_that_cannot_start_says_why(ray_local, tmp_path):
     config = PoolConfig(name=f"huge-{uuid.uuid4().hex[:8]}", actors=1, num_cpus_per_actor=512)
     try:

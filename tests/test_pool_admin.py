@@ -56,6 +56,7 @@ def test_status_counts_runs_and_no_verdicts_then_shutdown_stops_the_pool(pool):
     assert not [p for p in pool_status() if p.name == pool.name]
 
 
+@pytest.mark.slow
 def test_pool_commands_on_the_cli(pool, ray_local):
     list(pool.map(ENV, [script(score=1.0)] * 3, max_parallel=2))
     env = _cluster_env(ray_local)
@@ -77,6 +78,7 @@ def test_pool_commands_on_the_cli(pool, ray_local):
         assert "no verifier pool is running; nothing to stop" in nothing.stdout
 
 
+@pytest.mark.slow
 def test_a_map_given_up_withdraws_its_queued_runs(pool):
     actor_stats = pool.stats  # counters summed over the pool's actors
     run = pool.map(ENV, [script(score=1.0, sleep=1.5)] * 40, max_parallel=4, chunk_size=8)
@@ -94,6 +96,7 @@ def test_a_map_given_up_withdraws_its_queued_runs(pool):
     assert sum(s["runs"] for s in stats) <= 12
 
 
+@pytest.mark.slow
 def test_runs_show_up_in_rays_metrics(pool, ray_local):
     list(pool.map(ENV, [script(score=1.0)] * 3 + [script(fail="always")], max_parallel=4))
     port = ray_local._private.worker.global_worker.node.metrics_export_port
@@ -127,6 +130,7 @@ def _free_port() -> int:
         return sock.getsockname()[1]
 
 
+@pytest.mark.slow
 def test_an_address_where_nothing_answers_fails_fast_and_names_it(tmp_path):
     env = {**os.environ, "RAY_ADDRESS": f"127.0.0.1:{_free_port()}",
            "DEEPGYM_RAY_CONNECT_TIMEOUT": "2"}
@@ -161,6 +165,7 @@ def test_status_without_a_cluster_says_so(tmp_path):
     assert "nothing started" in done.stdout
 
 
+@pytest.mark.slow
 def test_a_recorded_cluster_that_is_gone_leaves_a_local_instance(ray_temp_dir):
     """A `ray start` record naming an address nobody answers at: Ray itself would retry it
     for minutes; the warning's promise, a local instance, is what happens."""

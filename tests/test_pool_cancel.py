@@ -101,6 +101,7 @@ def test_closing_a_map_stops_its_running_runs(pool, tmp_path):
     _check_nothing_left(pool, log, sleepers)
 
 
+@pytest.mark.slow
 def test_ctrl_c_in_the_driver_stops_the_maps_running_runs(pool, tmp_path):
     log = RunLog(tmp_path / "runs.jsonl")
     before = len(log.uids())

@@ -143,6 +143,7 @@ def outcomes(local_client):
     return dict(zip(names, batch.results, strict=True))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(ATTACKS))
 def test_attack_on_the_module_surface_is_a_judged_zero(outcomes, name):
     result = outcomes[name]
@@ -154,6 +155,7 @@ def test_nothing_forked_by_a_constructor_survives(outcomes):
     assert processes_with(MARK) == []
 
 
+@pytest.mark.slow
 def test_a_generator_that_never_ends_is_the_answers_timeout(local_client):
     verifier = PROBE_VERIFIER.replace("PROBE", "list(sol.naturals())").replace("EXPECTED", "[]")
     env = Environment(name="endless_generator", verifier_code=verifier, timeout=4,

@@ -200,6 +200,7 @@ def _one_step(tmp_path, tiny_setup, reward_funcs):
     return list(logs["completion"]), deepgym, other, list(logs["advantages"])
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(900)
 @pytest.mark.parametrize("kind", ["sync", "async"])
 def test_grpo_trainer_leaves_no_verdict_completions_out(tmp_path, tiny_setup, kind):

@@ -170,6 +170,7 @@ def test_estimator_refuses_inconsistent_verdict_information():
         estimator(rewards, mask, ["a", "a"], has_verdict=[True])
 
 
+@pytest.mark.slow
 def test_verl_registers_the_estimator_on_import_through_its_plugin_entry_point():
     code = ("import verl\nfrom verl.trainer.ppo.core_algos import ADV_ESTIMATOR_REGISTRY as R\n"
             f"print({dverl.ADV_ESTIMATOR!r} in R, R[{dverl.ADV_ESTIMATOR!r}].__module__)")

@@ -36,6 +36,7 @@ def test_printed_score_then_raise_after_play_is_not_kept(local_client, shape):
            has_verdict=True, error_type="solution_error")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("shape", SHAPES)
 def test_timing_out_before_play_is_no_verdict(local_client, shape):
     env = env_for(shape, NOT_IN_PLAY + "while True:\n    pass\nresult = 1.0\n", timeout=2,
@@ -45,6 +46,7 @@ def test_timing_out_before_play_is_no_verdict(local_client, shape):
            error_type="timeout")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("shape", SHAPES)
 def test_timing_out_after_play_is_the_models_zero(local_client, shape):
     env = env_for(shape, IN_PLAY + "while True:\n    pass\nresult = 1.0\n", timeout=2,

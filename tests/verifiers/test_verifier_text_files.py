@@ -91,6 +91,7 @@ def test_in_memory_verifier_code_that_is_not_text(local_client):
            error_type="verifier_error")
 
 
+@pytest.mark.slow
 def test_in_memory_support_file_that_is_not_text(local_client):
     env = Environment(name="support", verifier_code="def verify(p, t=None):\n    return 1.0\n",
                       support_files={"data/x.txt": "a\udcffb"}, timeout=20)
