@@ -140,12 +140,11 @@ def strip_special_tokens(text: str, special_tokens: Sequence[str] = ()) -> str:
         >>> strip_special_tokens("```python\\nx = 1\\n```<|im_end|><|endoftext|>")
         '```python\\nx = 1\\n```'
     """
-    head, tail = _special_run(tuple(special_tokens))
     # (Cheap checks first: this runs on every completion, nearly always with no token.)
     if special_tokens or text.rstrip().endswith(">"):
-        text = tail.sub("", text, count=1)
+        text = _special_run(tuple(special_tokens))[1].sub("", text, count=1)
     if special_tokens or text.lstrip().startswith("<"):
-        text = head.sub("", text, count=1)
+        text = _special_run(tuple(special_tokens))[0].sub("", text, count=1)
     return text
 
 

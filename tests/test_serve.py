@@ -70,14 +70,18 @@ def test_the_response_follows_the_prompt_wherever_padding_put_it():
 
 def test_a_one_environment_service_refuses_a_label_naming_another_environment():
     pytest.importorskip("ray.serve")
-    from deepgym_ray.integrations.serve_app import _other_environment, _served_names
+    from deepgym_ray.integrations.serve_app import (
+        _known_names,
+        _other_environment,
+        _served_names,
+    )
 
-    served = _served_names(ServeSettings(env="coin_change"))
-    assert _other_environment("knapsack_01", served) == "knapsack_01"
-    assert _other_environment("humaneval", served) == "humaneval"
-    assert _other_environment({"env_name": "nope"}, served) == "nope"
+    served, known = _served_names(ServeSettings(env="coin_change")), _known_names()
+    assert _other_environment("knapsack_01", served, known) == "knapsack_01"
+    assert _other_environment("humaneval", served, known) == "humaneval"
+    assert _other_environment({"env_name": "nope"}, served, known) == "nope"
     for label in ("coin_change", {"env_name": "coin_change"}, "42", 42, None, [1, 2]):
-        assert _other_environment(label, served) is None, label  # ground truth is left alone
+        assert _other_environment(label, served, known) is None, label  # ground truth is left alone
     assert _served_names(ServeSettings(mixed="m.yaml")) is None  # a mixture routes by label
 
 

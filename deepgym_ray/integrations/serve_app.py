@@ -77,17 +77,22 @@ def _served_names(settings: ServeSettings) -> frozenset[str] | None:
     return frozenset([settings.env, *(e.name for e in resolve_environments(settings.env))])
 
 
-def _other_environment(label: Any, served: frozenset[str]) -> str | None:
-    """The environment a label names when it is not this service's (else None): a label that
-    is the dataset's ground truth is left alone, one naming another environment is refused."""
+def _known_names() -> frozenset[str]:
+    """Every built-in environment's and suite's name (read once, not per request)."""
     from deepgym_ray.envs import builtin_names
     from deepgym_ray.suites import list_suites
 
+    return frozenset([*builtin_names(), *list_suites()])
+
+
+def _other_environment(label: Any, served: frozenset[str],
+                       known: frozenset[str]) -> str | None:
+    """The environment a label names when it is not this service's (else None): a label that
+    is the dataset's ground truth is left alone, one naming another environment is refused."""
     name = label.get("env_name") if isinstance(label, dict) else label
     if not isinstance(name, str) or name in served:
         return None
-    return name if name in builtin_names() or name in list_suites() \
-        or isinstance(label, dict) else None
+    return name if name in known or isinstance(label, dict) else None
 
 
 class RewardService:
@@ -97,6 +102,7 @@ class RewardService:
         self.settings = settings
         self.scorer = _build_scorer(settings)
         self.served = _served_names(settings)
+        self.known = _known_names()
         self.batch_sizes: collections.Counter[int] = collections.Counter()
         self._score_batch.set_max_batch_size(settings.max_batch_size)
         self._score_batch.set_batch_wait_timeout_s(settings.batch_wait_timeout_s)
@@ -131,7 +137,7 @@ class RewardService:
                                  f"{type(prompt).__name__}")
         if self.served is not None:
             for i, label in enumerate(labels):
-                other = _other_environment(label, self.served)
+                other = _other_environment(label, self.served, self.known)
                 if other is not None:
                     raise BadRequest(f"'labels'[{i}] names {other!r}, but this service scores "
                                      f"{self.settings.env!r} only")
