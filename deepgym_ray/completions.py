@@ -8,7 +8,9 @@ when it has no fenced block.
 
 Rules for the edge cases:
 - A fence is a line that starts (after indentation) with three or more backticks or tildes. It
-  closes on a line of the same character, at least as long, with nothing else on it. A line with
+  closes on a line of the same character, at least as long, with nothing else on it or with
+  prose after a space (models close a block and go on: ```` ``` then ```python ````, and that
+  prose may open the next block, so several blocks on one line of prose give the last). A line with
   backticks inside code (``x = "```"``) is not a fence, and an opening backtick fence whose info
   string holds a backtick is inline code, not a fence.
 - A fence may also open at the end of a line of prose (``Here it is: ```python``) when a
@@ -148,11 +150,21 @@ def strip_special_tokens(text: str, special_tokens: Sequence[str] = ()) -> str:
     return text
 
 
-def _is_closing(line: str, char: str, length: int, special_tokens: tuple[str, ...]) -> bool:
+def _closing(line: str, char: str, length: int, special_tokens: tuple[str, ...]) -> str | None:
+    """None if ``line`` does not close the block; else the prose after the closing fence
+    ("" for a fence alone). Models close a block and go on on the same line ("``` and then
+    ```python"), so a fence followed by a space and text closes too (unlike CommonMark);
+    "```python" inside a block (a docstring's example) does not."""
     stripped = line.strip()
     if "<" in stripped or special_tokens:  # a closing fence followed by the end-of-turn token
         stripped = strip_special_tokens(stripped, special_tokens).strip()
-    return len(stripped) >= length and set(stripped) == {char}
+    fence = len(stripped) - len(stripped.lstrip(char))
+    if fence < length:
+        return None
+    rest = stripped[fence:]
+    if not rest:
+        return ""
+    return rest.strip() if rest[0] in " \t" else None
 
 
 def _dedent(line: str, indent: int) -> str:
@@ -188,11 +200,18 @@ def extract_code(text: str, special_tokens: Sequence[str] = ()) -> str:
         indent = len(match["indent"]) if "indent" in match.groupdict() else 0
         block: list[str] = []
         i += 1
-        while i < len(lines) and not _is_closing(lines[i], char, length, special_tokens):
+        rest = None
+        while i < len(lines):
+            rest = _closing(lines[i], char, length, special_tokens)
+            if rest is not None:
+                break
             block.append(_dedent(lines[i], indent))
             i += 1
         last_block = block
-        i += 1  # past the closing fence (or the end)
+        if rest:  # prose after the closing fence may open the next block
+            lines[i] = rest
+        else:
+            i += 1  # past the closing fence (or the end)
     if last_block is None:
         return text
     code = "".join(last_block)

@@ -55,6 +55,12 @@ CASES = [
     (f"Here it is: {T}\nx = 10\n{T}", "x = 10\n"),
     # 20. prose with a fence inside it and a closing one later is no opening
     (f"use {T}x{T} then {T}python\ny = 1\n{T}", ""),
+    # 21. several blocks on one line of prose: a fence closes and the next opens after text
+    (f"x {T}python\nA = 1\n{T} y {T}python\nB = 2\n{T} z", "B = 2\n"),
+    # 22. a closing fence followed by prose still closes the block
+    (f"{T}python\nA = 1\n{T} and that is all", "A = 1\n"),
+    # 23. a fence with a language inside a block (a docstring's example) does not close it
+    (f'{T}python\ns = """\n{T}python\n"""\n{T}', f's = """\n{T}python\n"""\n'),
 ]
 
 
