@@ -1,21 +1,27 @@
 """The judge: the stdlib-only files copied into every sandbox.
 
+Why every file is named ``deepgym_*``: in a sandbox they are top-level modules in one folder,
+beside the verifier, the solution and the environment's own files, importing each other by plain
+name; a plain name (``runner.py``, ``solution.py``, ``proxy.py``) could collide with one of the
+user's files or a stdlib module, and be shadowed by it or shadow it.
+
 In the sandbox (``JUDGE_FILES``, all side by side, importing each other by plain name):
 ``deepgym_runner.py`` (runs the verifier, reports one result over a channel the solution cannot
-write to), ``deepgym_guard.py`` (keeps the solution's code out of the runner's process, with
-``deepgym_taint.py``: recognising the solution's text and what it sent),
-``deepgym_exits.py`` (the verifier's ways out of the runner's process, made exits it reports),
-``deepgym_solution.py`` (what verifiers import: ``load_solution``, ``run_solution``,
-``solution_source``), ``deepgym_cases.py`` (case-by-case scoring for verifiers),
-``deepgym_proxy.py`` (``load_solution`` and its connection to the solution process),
-``deepgym_clock.py`` (a request's limits: the solution's CPU time and wall-clock bounds),
-``deepgym_remote.py`` (the solution's module and objects as the verifier sees them),
-``deepgym_spawn.py`` (starting and killing solution processes, the run's settings),
-``deepgym_proc.py`` (small process helpers the host uses too), ``deepgym_result.py`` (the
-verifier's captured output and its result, checked and bounded), ``deepgym_wire.py`` (strict
-decoding of what the solution sends) and
-``deepgym_worker.py`` (the solution process), ``deepgym_zyproc.py`` (a solution process forked
-by the provider's warm zygote, when it has one).
+write to), ``deepgym_hooks.py`` (the runner's hooks dating the solution's coming into play and
+giving the verifier's own import of the solution file a proxy), ``deepgym_guard.py`` (keeps the
+solution's code out of the runner's process, with ``deepgym_taint.py``: recognising the
+solution's text and what it sent), ``deepgym_exits.py`` (the verifier's ways out of the runner's
+process, made exits it reports), ``deepgym_solution.py`` (what verifiers import: the verifier
+runtime), ``deepgym_cases.py`` (case-by-case scoring for verifiers), ``deepgym_proxy.py``
+(``load_solution`` and its connection to the solution process), ``deepgym_clock.py`` (a
+request's limits: the solution's CPU time and wall-clock bounds), ``deepgym_remote.py`` (the
+solution's module and objects as the verifier sees them), ``deepgym_spawn.py`` (starting and
+killing solution processes, the run's settings), ``deepgym_proc.py`` (small process helpers the
+host uses too), ``deepgym_result.py`` (the verifier's captured output and its result, checked
+and bounded), ``deepgym_wire.py`` (strict decoding of what the solution sends),
+``deepgym_worker.py`` (the solution process, with ``deepgym_reply.py``: its handles and the
+encoding of its replies) and ``deepgym_zyproc.py`` (a solution process forked by the provider's
+warm zygote, when it has one).
 
 Everything here is stdlib-only and runs inside a sandbox; the host side of judging (the
 environment and the code in, a RunResult out) is :mod:`deepgym_ray.scoring`.
@@ -26,9 +32,10 @@ copied with the others for every run.
 Example:
     >>> sorted(sandbox_judge_files())  # doctest: +NORMALIZE_WHITESPACE
     ['deepgym_cases.py', 'deepgym_clock.py', 'deepgym_exits.py', 'deepgym_guard.py',
-     'deepgym_proc.py', 'deepgym_proxy.py', 'deepgym_remote.py', 'deepgym_result.py',
-     'deepgym_runner.py', 'deepgym_solution.py', 'deepgym_spawn.py', 'deepgym_taint.py',
-     'deepgym_wire.py', 'deepgym_worker.py', 'deepgym_zyproc.py']
+     'deepgym_hooks.py', 'deepgym_proc.py', 'deepgym_proxy.py', 'deepgym_remote.py',
+     'deepgym_reply.py', 'deepgym_result.py', 'deepgym_runner.py', 'deepgym_solution.py',
+     'deepgym_spawn.py', 'deepgym_taint.py', 'deepgym_wire.py', 'deepgym_worker.py',
+     'deepgym_zyproc.py']
 """
 
 from __future__ import annotations
@@ -39,7 +46,8 @@ from pathlib import Path
 JUDGE_FILES = ("deepgym_runner.py", "deepgym_solution.py", "deepgym_proxy.py", "deepgym_spawn.py",
                "deepgym_proc.py", "deepgym_wire.py", "deepgym_worker.py", "deepgym_cases.py",
                "deepgym_zyproc.py", "deepgym_remote.py", "deepgym_result.py", "deepgym_clock.py",
-               "deepgym_guard.py", "deepgym_exits.py", "deepgym_taint.py")
+               "deepgym_guard.py", "deepgym_exits.py", "deepgym_taint.py", "deepgym_hooks.py",
+               "deepgym_reply.py")
 RUNNER = "deepgym_runner.py"
 
 

@@ -18,7 +18,8 @@ import subprocess
 import threading
 import time
 
-__all__ = ["Drain", "kill_as", "kill_uid", "parent_of", "uid_processes", "wait_exit"]
+__all__ = ["WORKER_PARTS", "Drain", "kill_as", "kill_uid", "parent_of", "uid_processes",
+           "wait_exit", "worker_parts", "worker_source"]
 
 
 def wait_exit(proc, timeout, wake=None):
@@ -165,3 +166,31 @@ def parent_of(pid):
     except (OSError, ValueError):
         pass
     return None
+
+
+# The solution process's program: these judge files, the last one run as ``__main__``. A
+# solution process cannot import the judge's files (they are not in its sandbox's view, or not
+# readable by its uid), so their text travels in the program itself.
+WORKER_PARTS = ("deepgym_reply.py", "deepgym_worker.py")
+
+
+def worker_parts(directory):
+    """(module name, source) of each of ``WORKER_PARTS``, read from ``directory``."""
+    parts = []
+    for name in WORKER_PARTS:
+        with open(os.path.join(directory, name), encoding="utf-8") as f:
+            parts.append((name[:-3], f.read()))
+    return parts
+
+
+def worker_source(directory):
+    """The solution process's program as one text for ``python -c``: it makes each part but
+    the last a module of its own name, then runs the last (``deepgym_worker``) in place."""
+    *modules, (_name, main) = worker_parts(directory)
+    return ("import sys as _dg_sys\n"
+            f"for _dg_n, _dg_s in {tuple(modules)!r}:\n"
+            "    _dg_m = _dg_sys.modules[_dg_n] = type(_dg_sys)(_dg_n)\n"
+            "    _dg_m.__file__ = _dg_n + '.py'\n"
+            "    exec(compile(_dg_s, _dg_m.__file__, 'exec'), _dg_m.__dict__)\n"
+            "del _dg_sys, _dg_n, _dg_s, _dg_m\n"
+            f"exec(compile({main!r}, 'deepgym_worker.py', 'exec'))\n")

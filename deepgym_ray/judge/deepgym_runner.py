@@ -52,6 +52,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 try:  # on the host (shape detection, tests)
     from deepgym_ray.judge import deepgym_guard, deepgym_taint
     from deepgym_ray.judge.deepgym_exits import trap_exits
+    from deepgym_ray.judge.deepgym_hooks import install_import_guard, install_in_play_hook
     from deepgym_ray.judge.deepgym_result import (
         Capture,
         VerifierFailed,
@@ -65,6 +66,7 @@ except ImportError:  # in a sandbox, or forked by the fork server: the judge fil
     import deepgym_guard
     import deepgym_taint
     from deepgym_exits import trap_exits
+    from deepgym_hooks import install_import_guard, install_in_play_hook
     from deepgym_result import (  # noqa: I001 - the same names as above
         Capture,
         VerifierFailed,
@@ -125,84 +127,6 @@ def _has_top_level_return(nodes):
 def _as_function(source):
     body = "\n".join("    " + line for line in source.splitlines()) or "    pass"
     return "def verify(solution_path, test_cases_path=None):\n" + body + "\n"
-
-
-def _install_in_play_hooks(solution_path, spawn):
-    """Date the moment the verifier touches the solution's file (an ``open`` of it)."""
-    target = os.path.realpath(solution_path)
-    name = os.path.basename(target)
-
-    def hook(event, args):
-        if event == "open" and not spawn.STATE["in_play"] and args and isinstance(args[0], str):
-            path = args[0]
-            try:
-                # A path can only lead to the file if it ends in the file's name or in a link
-                # (one lstat); only then is it resolved (a stat per component, on every open).
-                if ((os.path.basename(path) == name or os.path.islink(path))
-                        and os.path.realpath(path) == target):
-                    spawn.mark_in_play()
-            except (OSError, ValueError):
-                pass
-
-    sys.addaudithook(hook)
-
-
-def _install_import_guard(solution_path, load_solution):
-    """A verifier that imports the solution file itself gets a proxy module instead.
-
-    Verifiers written for the product sometimes load the solution with
-    ``importlib.util.spec_from_file_location`` or a plain ``import solution``; running it in
-    this process would let it see the token, so the spec is swapped for one whose module
-    forwards to a solution process.
-    """
-    import importlib.machinery
-    import importlib.util
-    import types
-
-    target = os.path.realpath(solution_path)
-    original = importlib.util.spec_from_file_location
-
-    class _ProxyModule(types.ModuleType):
-        def __getattr__(self, name):
-            if name.startswith("__"):
-                raise AttributeError(name)
-            proxy = self.__dict__.get("_deepgym_proxy")
-            if proxy is None:
-                raise AttributeError(name)
-            return getattr(proxy, name)
-
-    class _Loader:
-        def create_module(self, spec):
-            return _ProxyModule(spec.name)
-
-        def exec_module(self, module):
-            module.__file__ = solution_path
-            module._deepgym_proxy = load_solution(solution_path)
-
-    def spec_from_file_location(name, location=None, *args, **kwargs):
-        try:
-            if location is not None and os.path.realpath(os.fspath(location)) == target:
-                return importlib.machinery.ModuleSpec(name, _Loader(), origin=solution_path)
-        except (TypeError, ValueError, OSError):
-            pass
-        return original(name, location, *args, **kwargs)
-
-    importlib.util.spec_from_file_location = spec_from_file_location
-    stem = os.path.splitext(os.path.basename(solution_path))[0]
-
-    class _Finder:
-        """``import solution`` (the solution's folder on sys.path) gets the proxy too."""
-
-        @staticmethod
-        def find_spec(name, path=None, target_module=None):
-            if name.rpartition(".")[2] != stem:
-                return None
-            spec = importlib.machinery.PathFinder.find_spec(name, path)
-            if spec is not None and spec.origin and os.path.realpath(spec.origin) == target:
-                return importlib.machinery.ModuleSpec(name, _Loader(), origin=solution_path)
-            return None
-
-    sys.meta_path.insert(0, _Finder)
 
 
 def run_verifier(source, shape, verifier_path, solution_path, tests_path, capture, guard=None):
@@ -300,13 +224,13 @@ def _load_judge(config, channel):
     solution_path = os.path.abspath(config.get("solution", "solution.py"))
     tests_path = config.get("test_cases")
     tests_path = os.path.abspath(tests_path) if tests_path else None
-    _install_in_play_hooks(solution_path, deepgym_spawn)
+    install_in_play_hook(solution_path, deepgym_spawn)
     launch = config.get("launch") or {}
     guard = deepgym_guard.install(solution_path, config.get("solution_dir"), launch.get("uid"),
                                   verifier_path, tests_path)
     guard.produced = deepgym_taint.Produced()
     deepgym_taint.watch(guard.produced, deepgym_proxy, deepgym_proc)
-    _install_import_guard(solution_path, deepgym_proxy.load_solution)
+    install_import_guard(solution_path, deepgym_proxy.load_solution)
     if config.get("launch") and config.get("prewarm", True):
         try:
             with open(verifier_path, encoding="utf-8", errors="replace") as f:

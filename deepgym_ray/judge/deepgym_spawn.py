@@ -40,7 +40,14 @@ import threading
 import time
 
 from deepgym_clock import CpuGroup
-from deepgym_proc import kill_uid, parent_of, uid_processes, wait_exit
+from deepgym_proc import (
+    kill_uid,
+    parent_of,
+    uid_processes,
+    wait_exit,
+    worker_parts,
+    worker_source,
+)
 from deepgym_wire import SolutionError, tag
 from deepgym_zyproc import join_cgroups, zygote_spawn
 
@@ -91,14 +98,19 @@ def solution_dir():
 
 def _worker_source():
     if STATE["worker_source"] is None:
-        here = os.path.dirname(os.path.abspath(__file__))
-        with open(os.path.join(here, "deepgym_worker.py"), encoding="utf-8") as f:
-            STATE["worker_source"] = f.read()
+        STATE["worker_source"] = worker_source(os.path.dirname(os.path.abspath(__file__)))
     return STATE["worker_source"]
 
 
-# Runs the worker's code compiled here, so each solution process skips compiling it (a few ms).
-_BOOT = "import marshal,sys;exec(marshal.loads(bytes.fromhex(sys.argv.pop(1))))"
+# Runs the worker's parts compiled here, so each solution process skips compiling them (a few
+# ms): each part but the last becomes a module of its name, the last runs as ``__main__``.
+_BOOT = ("import marshal,sys\n"
+         "*_dg_p,_dg_w=marshal.loads(bytes.fromhex(sys.argv.pop(1)))\n"
+         "for _dg_n,_dg_c in _dg_p:\n"
+         " _dg_m=sys.modules[_dg_n]=type(sys)(_dg_n);_dg_m.__file__=_dg_n+'.py'\n"
+         " exec(_dg_c,_dg_m.__dict__)\n"
+         "del _dg_p,_dg_n,_dg_c,_dg_m\n"
+         "exec(_dg_w)")
 _COMPILED = {}
 
 
@@ -107,12 +119,13 @@ def worker_program(python):
     ``python`` is this very interpreter (marshal's format is the interpreter's own)."""
     program = _COMPILED.get(python)
     if program is None:
-        source = _worker_source()
         if os.path.realpath(python) == os.path.realpath(sys.executable):
-            code = compile(source, "deepgym_worker.py", "exec")
-            program = [_BOOT, marshal.dumps(code).hex()]
+            parts = worker_parts(os.path.dirname(os.path.abspath(__file__)))
+            codes = [(name, compile(text, name + ".py", "exec")) for name, text in parts]
+            codes[-1] = codes[-1][1]  # the worker itself runs in __main__
+            program = [_BOOT, marshal.dumps(codes).hex()]
         else:
-            program = [source]
+            program = [_worker_source()]
         _COMPILED[python] = program
     return program
 

@@ -1,6 +1,7 @@
 """The solution process: load the untrusted solution and answer calls into it (stdlib only).
 
-The runner starts it as ``python -I -S -c <this file's text> <config, marshalled, in hex>``,
+The runner starts it as ``python -I -S -c <program> <config, marshalled, in hex>``, the program
+holding this file and its replies' encoder (``deepgym_reply``; see ``deepgym_proc.worker_source``),
 inside whatever isolation the provider gives (bubblewrap namespaces locally). Everything here
 runs next to untrusted code, so nothing it sends is trusted: the runner decodes it strictly.
 
@@ -16,7 +17,7 @@ Modes (``config["mode"]``):
 - ``script``: exec the interpreter on ``config["script"]`` with ``config["args"]``.
 
 Example (what the runner does):
-    python3 -I -S -c "$(cat deepgym_worker.py)" "$(marshal.dumps(config).hex())"
+    python3 -I -S -c "$(worker_source(judge_dir))" "$(marshal.dumps(config).hex())"
 """
 
 import marshal
@@ -24,6 +25,23 @@ import os
 import resource
 import sys
 from _operator import is_
+
+from deepgym_reply import (
+    HANDLES,
+    OBJECTS,
+    Ctx,
+    Cyclic,
+    Refused,
+    builtin_base,
+    contents,
+    encode,
+    handle_text,
+    quote,
+    release,
+    send,
+)
+
+MAX_NAMES = 5000  # module names listed when it loads (the rest are looked up when asked)
 
 _LIMITS = {
     "as": resource.RLIMIT_AS,
@@ -57,218 +75,7 @@ def _confine(config):
             os._exit(121)
 
 
-# --- objects that stay here: handles ---------------------------------------------------------
-# A value that is not plain data never leaves this process: the verifier gets a handle (a
-# number plus what kind of object it names) and sends the number back to act on the object.
-# The verifier releases what it dropped, counted per export, so a handle still in flight in
-# a reply is never freed early. Exception classes and the module stay pinned.
 
-MAX_HANDLES = 100_000  # objects held for the verifier at once
-MAX_REPLY = 64 << 20  # characters of one reply (the runner refuses larger frames anyway)
-MAX_NAMES = 5000  # module names listed when it loads (the rest are looked up when asked)
-_OBJECTS = {}  # handle -> object
-_HANDLES = {}  # id(object) -> handle
-_EXPORTS = {}  # handle -> exports not yet released (pinned handles are absent)
-_NEXT = [1]
-_METHODS = {}  # class -> its instances' method names, as JSON text
-
-
-class _Refused(Exception):
-    """A reply this process will not send (too large, too many handles)."""
-
-
-class _Cyclic(Exception):
-    """The value refers to itself: it crosses as an opaque value."""
-
-
-class _Probe:
-    def method(self):
-        pass
-
-
-_FUNCTION, _BUILTIN = type(_Probe.method), type(len)
-_NAMED = (type, _FUNCTION, _BUILTIN, type(_Probe().method), type(sys))
-_DESCRIPTORS = (_FUNCTION, staticmethod, classmethod, type(str.join), _BUILTIN)
-
-
-def _handle(obj, pinned=False):
-    hid = _HANDLES.get(id(obj))
-    if hid is None:
-        if len(_OBJECTS) >= MAX_HANDLES:
-            raise _Refused(f"the verifier holds more than {MAX_HANDLES} of the solution's "
-                           "objects")
-        hid = _NEXT[0]
-        _NEXT[0] += 1
-        _OBJECTS[hid], _HANDLES[id(obj)] = obj, hid
-        if not pinned:
-            _EXPORTS[hid] = 0
-    if pinned:
-        _EXPORTS.pop(hid, None)
-    elif hid in _EXPORTS:
-        _EXPORTS[hid] += 1
-    return hid
-
-
-def _release(pairs):
-    for hid, count in pairs:
-        left = _EXPORTS.get(hid)
-        if left is None:
-            continue
-        if left > count:
-            _EXPORTS[hid] = left - count
-        else:
-            del _EXPORTS[hid]
-            del _HANDLES[id(_OBJECTS.pop(hid))]
-
-
-def _builtin_base(cls):
-    """The name of the first builtin class in ``cls``'s MRO."""
-    for klass in cls.__mro__:
-        if klass.__module__ == "builtins":
-            return klass.__name__
-    return None
-
-
-def _methods(cls):
-    """Names of the methods an instance of ``cls`` gets from its class (JSON text), so the
-    verifier can call ``obj.method(...)`` in one exchange."""
-    text = _METHODS.get(cls)
-    if text is None:
-        names = {}
-        for klass in cls.__mro__[:-1]:
-            for name, value in list(vars(klass).items()):
-                if (type(name) is str and not name.startswith("__")
-                        and isinstance(value, _DESCRIPTORS)):
-                    names.setdefault(name[:200], None)
-        text = _METHODS[cls] = "[" + ",".join(_q(n) for n in list(names)[:300]) + "]"
-    return text
-
-
-def _handle_text(obj, ctx):
-    """``["h", handle, flags, type name, __name__, method names, builtin exception base]``;
-    flags: c callable, C a class, i an iterator, b its truth needs asking."""
-    cls, base = type(obj), None
-    is_class = isinstance(obj, type)
-    if is_class and issubclass(obj, BaseException):
-        base = _builtin_base(obj)
-    hid = _handle(obj, pinned=base is not None)
-    if base is None:
-        ctx.exported.append(hid)
-    flags = ("c" if callable(obj) else "") + ("C" if is_class else "")
-    methods = "[]"
-    if not is_class:
-        flags += ("i" if hasattr(cls, "__next__") else "") + (
-            "b" if hasattr(cls, "__bool__") or hasattr(cls, "__len__") else "")
-        if not isinstance(obj, _NAMED):
-            methods = _methods(cls)
-    name = getattr(obj, "__name__", None) if isinstance(obj, _NAMED) else None
-    name = _q(name[:200]) if type(name) is str else "null"
-    return ('["h",' + str(hid) + ',"' + flags + '",' + _q(str(cls.__qualname__)[:100]) + ","
-            + name + "," + methods + "," + (_q(base) if base else "null") + "]")
-
-
-# --- wire encoding of values (mirrors deepgym_wire's strict decoder) -------------------------
-# Replies are JSON text written by hand: importing ``json`` (and the ``re``/``enum`` it pulls
-# in) would double this process's start-up cost. Requests from the trusted runner are marshal.
-
-_MAX_DEPTH = 200
-_ESCAPES = {i: f"\\u{i:04x}" for i in range(32)}
-_ESCAPES.update({34: '\\"', 92: "\\\\"})
-_CONTAINERS = {list: "l", tuple: "t", set: "S", frozenset: "F", dict: "d"}
-
-
-def _q(text):
-    """``text`` as a JSON string literal (non-ASCII stays raw; the frame is UTF-8)."""
-    if text.isascii() and text.isprintable() and '"' not in text and "\\" not in text:
-        return '"' + text + '"'
-    return '"' + text.translate(_ESCAPES) + '"'
-
-
-class _Ctx:
-    """One reply's encoding: the call's argument containers (sent back as references), the
-    containers being encoded (a cycle is refused), characters so far, handles exported."""
-
-    __slots__ = ("refs", "path", "size", "exported")
-
-    def __init__(self, refs=None):
-        self.refs, self.path, self.size, self.exported = refs, set(), 0, []
-
-
-def _encode(value, ctx, depth=0):
-    """The JSON text of ``value``'s wire tree (``["i", "3"]``, ``["l", [...]]``...)."""
-    if depth > _MAX_DEPTH:
-        return '["o","<too deeply nested>"]'
-    t = type(value)
-    if value is None:
-        return '["N"]'
-    if t is bool:
-        return '["b",true]' if value else '["b",false]'
-    if t is int:
-        text = '["i","' + str(value) + '"]'
-    elif t is float:
-        text = '["f","' + repr(value) + '"]'
-    elif t is complex:
-        text = '["c",["' + repr(value.real) + '","' + repr(value.imag) + '"]]'
-    elif t is str:
-        text = '["s",' + _q(value) + "]"
-    elif t is bytes or t is bytearray:
-        ref = ctx.refs and ctx.refs.get(id(value))
-        text = '["r",' + str(ref) + "]" if ref is not None else '["y","' + value.hex() + '"]'
-    elif t in _CONTAINERS:
-        ref = ctx.refs and ctx.refs.get(id(value))
-        if ref is not None:
-            return '["r",' + str(ref) + "]"
-        return _container(value, _CONTAINERS[t], ctx, depth)
-    else:
-        text = _handle_text(value, ctx)
-    ctx.size += len(text)
-    if ctx.size > MAX_REPLY:
-        raise _Refused(f"the value is too large to send (over {MAX_REPLY} characters)")
-    return text
-
-
-def _container(value, kind, ctx, depth):
-    key = id(value)
-    if key in ctx.path:
-        raise _Cyclic
-    ctx.path.add(key)
-    if kind == "d":
-        inner = ",".join(["[" + _encode(k, ctx, depth + 1) + "," + _encode(v, ctx, depth + 1)
-                          + "]" for k, v in value.items()])
-    else:
-        inner = ",".join([_encode(v, ctx, depth + 1) for v in value])
-    ctx.path.discard(key)
-    ctx.size += 8
-    return '["' + kind + '",[' + inner + "]]"
-
-
-def _contents(container, ctx):
-    """An argument container's new contents (nested argument containers as references)."""
-    if type(container) is bytearray:
-        return '["y","' + container.hex() + '"]'
-    return _container(container, _CONTAINERS[type(container)], ctx, 0)
-
-
-def _send(fd, message):
-    """Send a reply: a dict of str keys to bool, str, or (keys in _RAW) encoded JSON text."""
-    parts = []
-    for key, value in message.items():
-        if key in _RAW:
-            text = value
-        elif type(value) is bool:
-            text = "true" if value else "false"
-        else:
-            text = _q(str(value))
-        parts.append(_q(key) + ":" + text)
-    data = ("{" + ",".join(parts) + "}").encode("utf-8", "surrogatepass")
-    frame = len(data).to_bytes(4, "big") + data
-    view = memoryview(frame)
-    while view:
-        written = os.write(fd, view)
-        view = view[written:]
-
-
-_RAW = frozenset({"value", "mut", "cls", "names"})
 
 
 def read_exact(fd, size, wait=None):
@@ -292,7 +99,7 @@ def _receive(fd):
 
 
 def _error(exc):
-    if isinstance(exc, _Refused):
+    if isinstance(exc, Refused):
         return {"ok": False, "type": "SolutionError", "message": str(exc), "builtin": False}
     import traceback
 
@@ -304,8 +111,8 @@ def _error(exc):
             traceback.format_exception(cls, exc, exc.__traceback__))[-4000:]
         reply["message"] = str(exc)[:2000]
         reply["builtin"] = type(cls.__module__) is str and cls.__module__ == "builtins"
-        if not reply["builtin"] and _builtin_base(cls):
-            reply["cls"] = _handle_text(cls, _Ctx())
+        if not reply["builtin"] and builtin_base(cls):
+            reply["cls"] = handle_text(cls, Ctx())
     except Exception:
         pass
     return reply
@@ -335,9 +142,9 @@ def _decode_args(tree, made):
     if kind == "F":
         return frozenset(_decode_args(v, made) for v in tree[1])
     if kind == "h":
-        if tree[1] not in _OBJECTS:
+        if tree[1] not in OBJECTS:
             raise TypeError("a handle the solution process no longer holds")
-        return _OBJECTS[tree[1]]
+        return OBJECTS[tree[1]]
     if kind == "r":
         return made[tree[1]]
     if kind == "Y":
@@ -400,8 +207,8 @@ _OPS = {
 
 def _answer(call):
     """Carry out one request; returns the reply."""
-    _release(call.get("rel") or ())
-    target = _OBJECTS[call.get("h", 0)]
+    release(call.get("rel") or ())
+    target = OBJECTS[call.get("h", 0)]
     for part in call.get("path") or ():
         target = getattr(target, part)
     made = []
@@ -424,19 +231,19 @@ def _answer(call):
             return {"ok": True, "done": True}
     else:
         result = _OPS[op](target, *args)
-    ctx = _Ctx({id(c): i for i, c in enumerate(made)} if made else None)
+    ctx = Ctx({id(c): i for i, c in enumerate(made)} if made else None)
     reply = {"ok": True}
     try:
-        reply["value"] = _encode(result, ctx)
+        reply["value"] = encode(result, ctx)
         if before:
             changed = [i for i, c in enumerate(made) if _changed(c, before[i])]
             if changed:
                 reply["mut"] = "[" + ",".join(
-                    "[" + str(i) + "," + _contents(made[i], ctx) + "]" for i in changed) + "]"
-    except _Cyclic:
+                    "[" + str(i) + "," + contents(made[i], ctx) + "]" for i in changed) + "]"
+    except Cyclic:
         reply = {"ok": True, "value": '["o","<a self-referencing value>"]'}
     except BaseException:
-        _release([(hid, 1) for hid in ctx.exported])  # never delivered
+        release([(hid, 1) for hid in ctx.exported])  # never delivered
         raise
     return reply
 
@@ -444,15 +251,15 @@ def _answer(call):
 def _manifest(module):
     """The module's names for the verifier: [name, kind] with kind c (callable), v (a value)
     or x (an exception class, with its handle)."""
-    entries, ctx = [], _Ctx()
+    entries, ctx = [], Ctx()
     for name, value in list(vars(module).items())[:MAX_NAMES]:
         if type(name) is not str or name == "__builtins__":
             continue
         if isinstance(value, type) and issubclass(value, BaseException) and \
-                _builtin_base(value):
-            entries.append("[" + _q(name) + ',"x",' + _handle_text(value, ctx) + "]")
+                builtin_base(value):
+            entries.append("[" + quote(name) + ',"x",' + handle_text(value, ctx) + "]")
         else:
-            entries.append("[" + _q(name) + (',"c"]' if callable(value) else ',"v"]'))
+            entries.append("[" + quote(name) + (',"c"]' if callable(value) else ',"v"]'))
     return "[" + ",".join(entries) + "]"
 
 
@@ -468,7 +275,7 @@ def _serve(config):
     module.__file__ = load.get("filename", "solution.py")
     sys.modules[module.__name__] = module
     sys.path.insert(0, os.getcwd())
-    _OBJECTS[0], _HANDLES[id(module)] = module, 0
+    OBJECTS[0], HANDLES[id(module)] = module, 0
     try:
         exec(compile(load["source"], module.__file__, "exec"), module.__dict__)
         reply = {"ok": True, "names": _manifest(module)}
@@ -477,7 +284,7 @@ def _serve(config):
             reply["doc"] = doc[:20000]
     except BaseException as exc:  # SystemExit at import is the solution's failure too
         reply = _error(exc)
-    _send(proto_out, reply)
+    send(proto_out, reply)
     if not reply["ok"]:
         return
     while True:
@@ -490,9 +297,9 @@ def _serve(config):
         except BaseException as exc:  # noqa: B036 - the solution's SystemExit is its failure
             reply = _error(exc)
         try:
-            _send(proto_out, reply)
+            send(proto_out, reply)
         except (OSError, TypeError, ValueError) as exc:
-            _send(proto_out, _error(exc))
+            send(proto_out, _error(exc))
 
 
 def main():

@@ -5,9 +5,9 @@ bubblewrap confinement as a solution process (base interpreter and stdlib only, 
 own PID/IPC/UTS namespaces, empty environment), as root keeping only the capabilities to give
 each child its own network and IPC namespaces (CAP_SYS_ADMIN, CAP_NET_ADMIN for the loopback)
 and to change uid (CAP_SETUID, CAP_SETGID), as
-``python -I -S -c <this file> <listen fd> <lifeline fd> <worker source>``. It imports the
-worker's code once; each solution process is then a fork instead of a new bwrap and
-interpreter.
+``python -I -S -c <this file> <listen fd> <lifeline fd> <worker source>`` (the worker's
+program, ``deepgym_proc.worker_source``). It imports the worker's code once; each solution
+process is then a fork instead of a new bwrap and interpreter.
 
 A runner connects to the listening socket (a path only the host's root can reach; it does not
 exist in this mount namespace) and sends one SEQPACKET message: the marshalled request
@@ -25,7 +25,7 @@ the lifeline closes (``close()``, or the host died) the zygote exits at once, an
 PID namespace and every process still in it: nothing outlives the process that scored it.
 
 Example (what the host runs):
-    bwrap ... -- python3 -I -S -c "$(cat deepgym_zygote.py)" 3 4 "$(cat deepgym_worker.py)"
+    bwrap ... -- python3 -I -S -c "$(cat deepgym_zygote.py)" 3 4 "<deepgym_proc.worker_source()>"
 """
 
 import ctypes

@@ -32,6 +32,7 @@ import threading
 from collections.abc import Sequence
 from pathlib import Path
 
+from deepgym_ray.judge.deepgym_proc import worker_source
 from deepgym_ray.sandboxes.local.janitor import release_at_exit
 from deepgym_ray.sandboxes.local.seccomp import filter_fd
 
@@ -110,7 +111,7 @@ class SolutionZygote:
             listener.bind(self._path)
             os.chmod(self._path, 0o600)
             listener.listen(64)
-            worker = (JUDGE / "deepgym_worker.py").read_text(encoding="utf-8")
+            worker = worker_source(str(JUDGE))  # deepgym_worker and its parts
             program = (JUDGE / "deepgym_zygote.py").read_text(encoding="utf-8")
             fds = (listener.fileno(), theirs.fileno())
             env = {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", "PYTHONIOENCODING": "utf-8"}

@@ -1,0 +1,95 @@
+"""What the runner puts in its own process on the verifier's ways to the solution's file.
+
+- :func:`install_in_play_hook`: an audit hook that dates the moment the verifier opens the
+  solution's file (the answer is then in play: failures after it are the answer's own);
+- :func:`install_import_guard`: the verifier's own import of the solution file
+  (``spec_from_file_location`` on it, or ``import solution``) gets a module that forwards to a
+  solution process, so the solution's code never runs in the runner's process.
+
+Example (what the runner does before the verifier runs):
+    install_in_play_hook(solution_path, deepgym_spawn)
+    install_import_guard(solution_path, deepgym_proxy.load_solution)
+"""
+
+import os
+import sys
+
+__all__ = ["install_import_guard", "install_in_play_hook"]
+
+
+def install_in_play_hook(solution_path, spawn):
+    """Date the moment the verifier touches the solution's file (an ``open`` of it)."""
+    target = os.path.realpath(solution_path)
+    name = os.path.basename(target)
+
+    def hook(event, args):
+        if event == "open" and not spawn.STATE["in_play"] and args and isinstance(args[0], str):
+            path = args[0]
+            try:
+                # A path can only lead to the file if it ends in the file's name or in a link
+                # (one lstat); only then is it resolved (a stat per component, on every open).
+                if ((os.path.basename(path) == name or os.path.islink(path))
+                        and os.path.realpath(path) == target):
+                    spawn.mark_in_play()
+            except (OSError, ValueError):
+                pass
+
+    sys.addaudithook(hook)
+
+
+def install_import_guard(solution_path, load_solution):
+    """A verifier that imports the solution file itself gets a proxy module instead.
+
+    Verifiers written for the product sometimes load the solution with
+    ``importlib.util.spec_from_file_location`` or a plain ``import solution``; running it in
+    this process would let it see the token, so the spec is swapped for one whose module
+    forwards to a solution process.
+    """
+    import importlib.machinery
+    import importlib.util
+    import types
+
+    target = os.path.realpath(solution_path)
+    original = importlib.util.spec_from_file_location
+
+    class _ProxyModule(types.ModuleType):
+        def __getattr__(self, name):
+            if name.startswith("__"):
+                raise AttributeError(name)
+            proxy = self.__dict__.get("_deepgym_proxy")
+            if proxy is None:
+                raise AttributeError(name)
+            return getattr(proxy, name)
+
+    class _Loader:
+        def create_module(self, spec):
+            return _ProxyModule(spec.name)
+
+        def exec_module(self, module):
+            module.__file__ = solution_path
+            module._deepgym_proxy = load_solution(solution_path)
+
+    def spec_from_file_location(name, location=None, *args, **kwargs):
+        try:
+            if location is not None and os.path.realpath(os.fspath(location)) == target:
+                return importlib.machinery.ModuleSpec(name, _Loader(), origin=solution_path)
+        except (TypeError, ValueError, OSError):
+            pass
+        return original(name, location, *args, **kwargs)
+
+    importlib.util.spec_from_file_location = spec_from_file_location
+    stem = os.path.splitext(os.path.basename(solution_path))[0]
+
+    class _Finder:
+        """``import solution`` (the solution's folder on sys.path) gets the proxy too."""
+
+        @staticmethod
+        def find_spec(name, path=None, target_module=None):
+            if name.rpartition(".")[2] != stem:
+                return None
+            spec = importlib.machinery.PathFinder.find_spec(name, path)
+            if spec is not None and spec.origin and os.path.realpath(spec.origin) == target:
+                return importlib.machinery.ModuleSpec(name, _Loader(), origin=solution_path)
+            return None
+
+    sys.meta_path.insert(0, _Finder)
