@@ -5,6 +5,9 @@ is pinged again; a ping that finds it gone for good (killed without restart) ask
 a new actor after ``REVIVE_DELAY``; one that is restarting, or whose node is going away, is
 asked again after the same delay. The map call waits on the pings with its own chunks.
 
+It knows the pool only as an :class:`ActorRoster` (the few calls below), so data walks one way:
+the pool's map call holds a liveness, never the other way round.
+
 Example:
     live = ActorLiveness(pool)
     live.start()              # ready: the actors that answered
@@ -16,17 +19,14 @@ from __future__ import annotations
 
 import logging
 import time
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import ray
 from ray.exceptions import ActorDiedError
 
 from deepgym_ray.exceptions import describe_error
 
-if TYPE_CHECKING:  # pragma: no cover
-    from deepgym_ray.pool.verifier_pool import VerifierPool
-
-__all__ = ["ActorLiveness"]
+__all__ = ["ActorLiveness", "ActorRoster"]
 
 logger = logging.getLogger(__name__)
 
@@ -34,10 +34,29 @@ FIRST_PING_WAIT = 0.5  # seconds the first wave waits for slow actors at most
 REVIVE_DELAY = 1.0  # seconds before asking again for an actor that is gone for good
 
 
+class ActorRoster(Protocol):
+    """What a map call needs of its pool (a :class:`~deepgym_ray.pool.VerifierPool` is one)."""
+
+    name: str
+    actors: list[Any]
+
+    def actor_name(self, index: int) -> str:
+        """Actor ``index``'s name, for messages."""
+
+    def known_ready(self) -> set[int]:
+        """The actors that answered lately."""
+
+    def mark_ready(self, index: int, ready: bool) -> None:
+        """Record that actor ``index`` answered (or failed)."""
+
+    def revive(self, index: int, stale: Any) -> Any:
+        """A handle on a new actor ``index`` in place of ``stale``, gone for good."""
+
+
 class ActorLiveness:
     """The pool's actors as one map call sees them (``actors[i]`` is replaced on revival)."""
 
-    def __init__(self, pool: VerifierPool) -> None:
+    def __init__(self, pool: ActorRoster) -> None:
         self.pool = pool
         self.actors: list[Any] = list(pool.actors)
         self.ready: set[int] = set()

@@ -2,12 +2,13 @@
 
 A :class:`MapRun` pulls answers lazily from the caller's iterable (taking the code out of each on
 the driver), keeps at most ``max_parallel`` of them running, and yields one RunResult per input in
-input order. Each live actor gets a lease, a share of ``max_parallel`` it runs at once, and is sent
-up to as much again in chunks that wait on the actor (:mod:`deepgym_ray.pool.slots`): a slot is
-refilled the moment a run ends there, not a driver round trip later. A run lost for an
-infrastructure reason (the actor died, its node went away, or the result has no verdict because of a
-sandbox fault) is sent again to another actor, at most ``max_retries`` times; after that it settles
-for a result without a verdict naming the cause. Every input gets exactly one result.
+input order. Each live actor gets a lease, a share of ``max_parallel`` it runs at once, and is
+sent up to as much again in chunks that wait on the actor (:mod:`deepgym_ray.pool.shares`). A run
+lost for an infrastructure reason (the actor died, its node went away, or the result has no
+verdict because of a sandbox fault) is sent again to another actor, at most ``max_retries``
+times; after that it settles for a result without a verdict naming the cause. Every input gets
+exactly one result. It knows its pool only as an
+:class:`~deepgym_ray.pool.liveness.ActorRoster`.
 
 Memory stays flat: answers are read only when there is room for them, and finished results
 wait for their turn in a reorder buffer bounded by ``reorder_window``.
@@ -25,10 +26,9 @@ import collections
 import logging
 import pickle
 import time
-import uuid
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import ray
 from ray.exceptions import RayActorError, RayTaskError
@@ -38,26 +38,13 @@ from deepgym_ray.completions import completion_to_code
 from deepgym_ray.exceptions import describe_error, error_type_for, is_infrastructure_failure
 from deepgym_ray.models import Environment, RunResult
 from deepgym_ray.pool.env_refs import EnvTable, pairs
-from deepgym_ray.pool.liveness import REVIVE_DELAY, ActorLiveness
-
-if TYPE_CHECKING:  # pragma: no cover
-    from deepgym_ray.pool import VerifierPool
+from deepgym_ray.pool.liveness import REVIVE_DELAY, ActorLiveness, ActorRoster
+from deepgym_ray.pool.shares import Shares
 
 __all__ = ["MapRun", "MapStats"]
 
 logger = logging.getLogger(__name__)
 
-# Answers per actor call at most: bigger delays the chunk's first results; smaller costs more
-# calls. With a no-op provider, 2 actors x 256 slots: chunks of 128 cost the driver 21-28 us
-# and the actors 112-131 us per completion, chunks of 64: 29-35 and 136-150 us, chunks of 256
-# (2 in flight per actor) dispatched slower again (bench/pool_dispatch.py).
-MAX_CHUNK = 128
-# A chunk returns when its slowest run ends (a straggler holds the chunk's other slots), yet
-# every chunk costs a round trip and a driver turn (~1-3 ms on 2 busy cores). Below this share
-# of max_parallel per actor, each actor's share is split in two chunks to soften stragglers;
-# from it on, one chunk per share: 4 actors x 50 at 100 ms per run measured 0.83 of the ideal
-# rate with chunks of 50 against 0.80 with chunks of 25 (bench/pool_latency.py).
-WHOLE_SHARE = 32
 CANCEL_ACK_SECONDS = 5.0  # a given-up map waits this long at most for the actors to hear it
 
 
@@ -94,7 +81,7 @@ class MapRun(Iterator[RunResult]):
 
     def __init__(
         self,
-        pool: VerifierPool,
+        pool: ActorRoster,
         envs: Environment | Sequence[Environment] | Iterable[Environment],
         items: Iterable[Any],
         *,
@@ -152,7 +139,7 @@ class MapRun(Iterator[RunResult]):
         acks = []
         for actor in {actor for actor, _ in in_flight.values()}:
             try:
-                acks.append(self._actors[actor].cancel.remote(self._lease_key))
+                acks.append(self._actors[actor].cancel.remote(self._shares.key))
             except Exception as exc:  # the actor is gone: so is its queue
                 logger.debug("cancel on actor %d: %s", actor, describe_error(exc))
         # Once an actor has the cancel, a chunk of this call that reaches it later is dropped:
@@ -198,17 +185,9 @@ class MapRun(Iterator[RunResult]):
         self._live = ActorLiveness(self._pool)
         self._actors = self._live.actors
         self._ready = self._live.ready
-        n = len(self._actors)
         self._table = EnvTable()
-        self._load = [0] * n
-        # Leases: actor i runs at most _slots[i] of this call's runs at once (the slots add up
-        # to max_parallel at most) and holds as many more queued, so a slot is refilled the
-        # moment a run ends, not a driver round trip later. A failed actor's slots (and a new
-        # lease key, by epoch) go to the others; they never shrink on a live actor.
-        self._lease_key = uuid.uuid4().hex
-        self._slots = [0] * n
-        self._epoch = [0] * n
-        self._unassigned = self._max_parallel
+        self._shares = Shares(len(self._actors), self._max_parallel, self._ready,
+                              self._chunk_size)
         self._in_flight: dict[ray.ObjectRef, tuple[int, list[_Job]]] = {}
         self._n_in_flight = 0
         self._retry: collections.deque[_Job] = collections.deque()
@@ -217,9 +196,9 @@ class MapRun(Iterator[RunResult]):
 
     def _take(self, next_out: int) -> list[_Job]:
         """The jobs there is room for now: retries first, then new inputs."""
-        self._grant()
+        self._shares.grant()
         if self._ready:
-            free = sum(max(0, self._room(i)) for i in self._ready)
+            free = self._shares.free()
         else:  # no actor yet: take work anyway, so a stall is noticed and timed
             free = self._max_parallel - self._n_in_flight
         jobs: list[_Job] = []
@@ -276,46 +255,22 @@ class MapRun(Iterator[RunResult]):
 
     # -- sending ----------------------------------------------------------------------------
 
-    def _grant(self) -> None:
-        """Hand the slots nobody holds to the ready actors, evenly."""
-        if not self._unassigned or not self._ready:
-            return
-        ready = sorted(self._ready)
-        for _ in range(self._unassigned):
-            self._slots[min(ready, key=self._slots.__getitem__)] += 1
-        self._unassigned = 0
-
-    def _room(self, actor: int) -> int:
-        """How many more runs ``actor`` takes: its slots running and as many queued."""
-        return 2 * self._slots[actor] - self._load[actor]
-
-    def _chunk_limit(self, actor: int) -> int:
-        if self._chunk_size:
-            return self._chunk_size
-        share = self._slots[actor]
-        return max(1, min(MAX_CHUNK, share if share >= WHOLE_SHARE else share // 2))
-
-    def _pick(self, avoid: set[int] | None) -> int | None:
-        open_ = [i for i in self._ready if self._room(i) > 0]
-        candidates = [i for i in open_ if not avoid or i not in avoid] or open_
-        return max(candidates, key=self._room) if candidates else None
-
     def _dispatch(self, jobs: list[_Job]) -> None:
         fresh = [job for job in jobs if job.avoid is None]
         later: list[_Job] = []
         for job in jobs:
             if job.avoid is not None:  # a retry: any actor it has not failed on yet
-                actor = self._pick(job.avoid)
+                actor = self._shares.pick(job.avoid)
                 if actor is None:
                     later.append(job)
                 else:
                     self._submit(actor, [job])
         while fresh:
-            actor = self._pick(None)
+            actor = self._shares.pick(None)
             if actor is None:
                 later.extend(fresh)
                 break
-            limit = min(self._chunk_limit(actor), self._room(actor))
+            limit = min(self._shares.chunk_limit(actor), self._shares.room(actor))
             chunk, fresh = fresh[:limit], fresh[limit:]
             self._submit(actor, chunk)
         if later:  # no room left (retries took it): keep them, in order, for the next turn
@@ -336,8 +291,7 @@ class MapRun(Iterator[RunResult]):
                 envs.append([key, refs])
             work.append([slot, job.answer])
         try:
-            lease = [f"{self._lease_key}/{self._epoch[actor]}", self._slots[actor]]
-            ref = self._actors[actor].run_chunk.remote(envs, work, lease)
+            ref = self._actors[actor].run_chunk.remote(envs, work, self._shares.lease(actor))
         except Exception as exc:  # an answer that cannot be sent (not picklable)
             if len(chunk) > 1:
                 for job in chunk:
@@ -349,7 +303,7 @@ class MapRun(Iterator[RunResult]):
             return
         self._in_flight[ref] = (actor, chunk)
         self._n_in_flight += len(chunk)
-        self._load[actor] += len(chunk)
+        self._shares.load[actor] += len(chunk)
         self.stats.chunks += 1
 
     # -- receiving --------------------------------------------------------------------------
@@ -357,7 +311,7 @@ class MapRun(Iterator[RunResult]):
     def _chunk_done(self, ref: ray.ObjectRef) -> None:
         actor, chunk = self._in_flight.pop(ref)
         self._n_in_flight -= len(chunk)
-        self._load[actor] -= len(chunk)
+        self._shares.load[actor] -= len(chunk)
         try:
             results = ray.get(ref)
             if isinstance(results, bytes):  # pickled by the actor (see VerifierActor.run_chunk)
@@ -383,10 +337,7 @@ class MapRun(Iterator[RunResult]):
             logger.warning("%s failed, retrying its %d runs elsewhere: %s",
                            label, len(chunk), describe_error(exc))
             self._live.down(actor)
-            if self._slots[actor]:  # its runs died with it: its slots go to the others
-                self._unassigned += self._slots[actor]
-                self._slots[actor] = 0
-                self._epoch[actor] += 1
+            self._shares.revoke(actor)
             for job in chunk:
                 self._again(job, actor, f"{label} failed: {describe_error(exc)}")
             return
