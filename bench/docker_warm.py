@@ -25,10 +25,10 @@ import time
 from pathlib import Path
 
 from deepgym_ray.client import DeepGym
-from deepgym_ray.envs import load_environment
 from deepgym_ray.judge import RUNNER
 from deepgym_ray.sandboxes.base import CommandResult
 from deepgym_ray.scoring.judging import interpret, sandbox_files, verifier_shape
+from deepgym_ray.suites import load_environment
 
 WRONG = "def coin_change(coins, amount):\n    return -1 if amount else 0\n"
 

@@ -22,8 +22,8 @@ import time
 from pathlib import Path
 
 from deepgym_ray.client import DeepGym
-from deepgym_ray.envs import load_environment
 from deepgym_ray.sandboxes.local import LocalProvider
+from deepgym_ray.suites import load_environment
 
 CPUACCT = Path("/sys/fs/cgroup/cpuacct")
 

@@ -35,7 +35,7 @@ from judge_cpu import cpu_seconds, own_cgroup
 group = own_cgroup()
 import deepgym_ray
 from deepgym_ray.client import DeepGym
-from deepgym_ray.envs import load_environment
+from deepgym_ray.suites import load_environment
 n, parallel = int(sys.argv[1]), int(sys.argv[2])
 env = load_environment("coin_change")
 wrong = "def coin_change(coins, amount):\n    return -1 if amount else 0\n"

@@ -22,10 +22,10 @@ import time
 from judge_cpu import cpu_seconds, own_cgroup  # bench/ is on sys.path when run as a script
 
 from deepgym_ray.client import DeepGym
-from deepgym_ray.envs import load_environment
 from deepgym_ray.sandboxes.local import LocalProvider
 from deepgym_ray.sandboxes.local.deepgym_seccomp import Installer
 from deepgym_ray.sandboxes.local.seccomp import sandbox_filter
+from deepgym_ray.suites import load_environment
 
 WRONG = "def coin_change(coins, amount):\n    return -1 if amount else 0\n"
 CALLS = r'''

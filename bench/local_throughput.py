@@ -29,8 +29,8 @@ from pathlib import Path
 from judge_cpu import cpu_seconds, own_cgroup  # bench/ is on sys.path when run as a script
 
 from deepgym_ray.client import DeepGym
-from deepgym_ray.envs import load_environment
 from deepgym_ray.judge import sandbox_judge_files
+from deepgym_ray.suites import load_environment
 
 WRONG = "def coin_change(coins, amount):\n    return -1 if amount else 0\n"
 

@@ -28,7 +28,7 @@ import json, os, sys, time
 sys.path.insert(0, {bench!r})
 from deepgym_ray.client import DeepGym
 from deepgym_ray.config import DeepGymConfig, PoolConfig
-from deepgym_ray.envs import load_environment
+from deepgym_ray.suites import load_environment
 from deepgym_ray.pool import get_pool
 import ray
 ray.init(address=os.environ["RAY_ADDRESS"], log_to_driver=False, namespace="bench")

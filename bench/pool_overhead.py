@@ -18,8 +18,8 @@ import uuid
 
 from deepgym_ray.client import DeepGym
 from deepgym_ray.config import DeepGymConfig, PoolConfig
-from deepgym_ray.envs import load_environment
 from deepgym_ray.pool import get_pool
+from deepgym_ray.suites import load_environment
 
 WRONG = "def coin_change(coins, amount):\n    return -1 if amount else 0\n"
 

@@ -36,9 +36,9 @@ from ray import serve
 
 from deepgym_ray.client import DeepGym
 from deepgym_ray.config import DeepGymConfig
-from deepgym_ray.envs import load_environment
 from deepgym_ray.integrations.serve import ServeSettings, start_service
 from deepgym_ray.pool import get_pool
+from deepgym_ray.suites import load_environment
 
 
 def _free_port() -> int:

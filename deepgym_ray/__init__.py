@@ -46,8 +46,8 @@ _EXPORTS: dict[str, str] = {
     "DeepGym": "deepgym_ray.client",
     "default_client": "deepgym_ray.client",
     "Scorer": "deepgym_ray.scoring",
-    "load_environment": "deepgym_ray.envs",
-    "resolve_environments": "deepgym_ray.envs",
+    "load_environment": "deepgym_ray.suites",
+    "resolve_environments": "deepgym_ray.suites",
     "list_environments": "deepgym_ray.envs",
     "make_provider": "deepgym_ray.sandboxes",
     "SandboxProvider": "deepgym_ray.sandboxes",
@@ -111,7 +111,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from deepgym_ray.client import DeepGym, default_client
     from deepgym_ray.completions import completion_to_code, extract_code
     from deepgym_ray.contract import MODEL_FAULT_ERRORS, check_score, is_verdict
-    from deepgym_ray.envs import list_environments, load_environment, resolve_environments
+    from deepgym_ray.envs import list_environments
     from deepgym_ray.exceptions import (
         DeepGymError,
         DeepGymTimeoutError,
@@ -150,4 +150,10 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from deepgym_ray.sandboxes.daytona import DaytonaProvider
     from deepgym_ray.sandboxes.local import LocalProvider
     from deepgym_ray.scoring import Scorer
-    from deepgym_ray.suites import list_suites, load_suite, load_suite_environment
+    from deepgym_ray.suites import (
+        list_suites,
+        load_environment,
+        load_suite,
+        load_suite_environment,
+        resolve_environments,
+    )

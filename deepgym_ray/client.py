@@ -121,7 +121,7 @@ class DeepGym:
         if isinstance(env, Environment):
             return env
         if isinstance(env, str):
-            from deepgym_ray.envs import load_environment
+            from deepgym_ray.suites import load_environment
 
             return load_environment(env)
         raise TypeError(f"env must be an Environment or its name, got {type(env).__name__}")

@@ -65,8 +65,8 @@ def main(argv: list[str] | None = None) -> list[dict]:
     from trl import GRPOConfig, GRPOTrainer
 
     from deepgym_ray import DeepGym, MixedEnvironment
-    from deepgym_ray.envs import load_environment
     from deepgym_ray.integrations.trl import make_trl_reward_fn
+    from deepgym_ray.suites import load_environment
 
     names = args.envs or (TINY_ENVS if args.tiny else DEFAULT_ENVS)
     mixed = MixedEnvironment(environments=[(load_environment(n), 1.0) for n in names])

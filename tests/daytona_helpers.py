@@ -7,7 +7,7 @@ Example:
 
 from __future__ import annotations
 
-from deepgym_ray.envs import load_environment
+from deepgym_ray.suites import load_environment
 
 ENV = load_environment("coin_change")
 WRONG = "def coin_change(coins, amount):\n    raise ValueError(\"no idea\")\n"

@@ -17,12 +17,12 @@ import pytest
 
 from deepgym_ray.client import DeepGym
 from deepgym_ray.config import ConfigError, DeepGymConfig
-from deepgym_ray.envs import load_environment
 from deepgym_ray.exceptions import ProviderUnavailableError
 from deepgym_ray.integrations.trl import make_trl_async_reward_fn, make_trl_reward_fn
 from deepgym_ray.reward import RewardFunction
 from deepgym_ray.sandboxes import check_mode
 from deepgym_ray.sandboxes.base import SandboxProvider
+from deepgym_ray.suites import load_environment
 
 
 @pytest.fixture(scope="module")

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from deepgym_ray.envs import list_environments, load_environment
-from deepgym_ray.suites import list_suites, load_suite
+from deepgym_ray.envs import list_environments
+from deepgym_ray.suites import list_suites, load_environment, load_suite
 
 
 def test_builtin_suite_is_every_builtin_environment():

@@ -12,10 +12,10 @@ from ray import cloudpickle
 
 from deepgym_ray.client import DeepGym
 from deepgym_ray.config import DeepGymConfig
-from deepgym_ray.envs import load_environment
 from deepgym_ray.exceptions import SandboxError
 from deepgym_ray.models import Environment
 from deepgym_ray.sandboxes.local import LocalProvider
+from deepgym_ray.suites import load_environment
 
 
 @pytest.fixture(scope="module")

@@ -13,7 +13,7 @@ from envs_wrong_solutions import SUBTLY_WRONG
 from deepgym_ray import sandboxes
 from deepgym_ray.client import DeepGym
 from deepgym_ray.config import DeepGymConfig, PoolConfig
-from deepgym_ray.envs import builtin_names, load_environment
+from deepgym_ray.envs import builtin_names
 from deepgym_ray.exceptions import (
     ProviderConnectionError,
     ProviderHTTPError,
@@ -23,6 +23,7 @@ from deepgym_ray.exceptions import (
     is_infrastructure_failure,
 )
 from deepgym_ray.pool import default_shape, get_pool
+from deepgym_ray.suites import load_environment
 
 pytest.importorskip("daytona")
 

@@ -17,9 +17,9 @@ import pytest
 from cancel_helpers import wait_until
 from docker_helpers import docker_skip_reason, make_docker_client
 
-from deepgym_ray.envs import load_environment
 from deepgym_ray.pool import VerifierPool, get_pool
 from deepgym_ray.sandboxes.docker.container import INSTANCE_LABEL, LABEL, OWNER_LABEL
+from deepgym_ray.suites import load_environment
 
 ENV = load_environment("coin_change")
 WRONG = "def coin_change(coins, amount):\n    raise ValueError(\"no idea\")\n"

@@ -7,11 +7,11 @@ import sys
 import pytest
 
 from deepgym_ray.client import DeepGym
-from deepgym_ray.envs import load_environment
 from deepgym_ray.exceptions import SandboxError, is_infrastructure_failure
 from deepgym_ray.sandboxes import make_provider
 from deepgym_ray.sandboxes.base import Sandbox
 from deepgym_ray.sandboxes.docker import DEFAULT_IMAGE, DockerProvider, _Run, agent
+from deepgym_ray.suites import load_environment
 
 NO_ENGINE = "unix:///nonexistent/deepgym-docker.sock"
 

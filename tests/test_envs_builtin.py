@@ -5,8 +5,9 @@ from __future__ import annotations
 import pytest
 
 from deepgym_ray.client import DeepGym
-from deepgym_ray.envs import list_environments, load_environment
+from deepgym_ray.envs import list_environments
 from deepgym_ray.judge.deepgym_runner import detect_shape
+from deepgym_ray.suites import load_environment
 
 SHAPES = {"coin_change": "module", "balanced_brackets": "script", "prime_factors": "body"}
 WRONG = {

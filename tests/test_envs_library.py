@@ -14,9 +14,10 @@ import re
 import pytest
 from envs_wrong_solutions import SUBTLY_WRONG
 
-from deepgym_ray.envs import builtin_names, list_environments, load_environment
+from deepgym_ray.envs import builtin_names, list_environments
 from deepgym_ray.envs.registry import BUILTIN_DIR
 from deepgym_ray.reward import RewardFunction
+from deepgym_ray.suites import load_environment
 
 NAMES = builtin_names()
 KINDS = ("reference", "subtle", "subtle_again", "empty")

@@ -11,8 +11,8 @@ from deepgym_ray.cli.results_file import ResultsFile, ResultsFileError, record_f
 from deepgym_ray.cli.solutions_file import SolutionsFileError, read_solutions
 from deepgym_ray.cli.summary import format_summary, pass_rate_line, run_line
 from deepgym_ray.completions import completion_to_code
-from deepgym_ray.envs import load_environment
 from deepgym_ray.models import EvalResult, RunResult
+from deepgym_ray.suites import load_environment
 
 # --- solutions file -----------------------------------------------------------------------
 

@@ -18,15 +18,15 @@ from judge_helpers import SECRET, probe_env, processes_with
 
 from deepgym_ray import judge
 from deepgym_ray.client import DeepGym
-from deepgym_ray.envs import load_environment
+from deepgym_ray.envs import BUILTIN_DIR
+from deepgym_ray.suites import load_environment
 
 MARK = "DGMARK" + uuid.uuid4().hex[:12]
 ESCAPES = [f"/tmp/{MARK}-escape", f"/root/{MARK}-escape", f"{Path.cwd()}/{MARK}-escape",
            f"{Path.home()}/{MARK}-escape-home"]
 
 # The installed package's copy of a built-in verifier: an attacker may know the layout.
-PACKAGE_VERIFIER = str(Path(load_environment.__code__.co_filename).parent
-                       / "coin_change" / "verifier.py")
+PACKAGE_VERIFIER = str(BUILTIN_DIR / "coin_change" / "verifier.py")
 
 FIND_SECRET = '''
 import glob, os, time

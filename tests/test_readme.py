@@ -17,8 +17,8 @@ from cli_helpers import cli
 from deepgym_ray.cli.options import add_client_options
 from deepgym_ray.cli.solutions_file import read_solutions
 from deepgym_ray.config import named_configs
-from deepgym_ray.envs import load_environment
 from deepgym_ray.models import Environment
+from deepgym_ray.suites import load_environment
 
 ROOT = Path(__file__).resolve().parent.parent
 README = (ROOT / "README.md").read_text(encoding="utf-8")

@@ -216,8 +216,8 @@ def test_dapo_shaped_reward_fn_takes_a_component(client):
 def test_component_from_a_real_verifier(ray_local):
     from deepgym_ray.client import DeepGym
     from deepgym_ray.config import DeepGymConfig
-    from deepgym_ray.envs import load_environment
     from deepgym_ray.pool import get_pool
+    from deepgym_ray.suites import load_environment
 
     env = load_environment("roman_numerals")
     config = DeepGymConfig(mode="local", backend="ray", pool=PoolConfig(

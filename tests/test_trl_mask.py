@@ -170,9 +170,9 @@ def tiny_setup(tmp_path_factory):
     datasets = pytest.importorskip("datasets")
     from deepgym_ray.client import DeepGym
     from deepgym_ray.config import DeepGymConfig
-    from deepgym_ray.envs import load_environment
     from deepgym_ray.integrations.tiny import build_tiny_model
     from deepgym_ray.reward.mixed import MixedEnvironment
+    from deepgym_ray.suites import load_environment
 
     mixed = MixedEnvironment(environments=[(load_environment(n), 0.5) for n in ENVS])
     dataset = datasets.Dataset.from_list(mixed.sample_batch(16, seed=3))

@@ -15,10 +15,10 @@ verl = pytest.importorskip("verl")
 torch = pytest.importorskip("torch")
 
 from deepgym_ray.config import ConfigError  # noqa: E402
-from deepgym_ray.envs import load_environment  # noqa: E402
 from deepgym_ray.integrations import verl as dverl  # noqa: E402
 from deepgym_ray.reward.mixed import MixedEnvironment  # noqa: E402
 from deepgym_ray.reward.mixed_config import load_mixed_config  # noqa: E402
+from deepgym_ray.suites import load_environment  # noqa: E402
 
 
 def _hand_grpo(scores, groups, judged, eps=1e-6, scale=True):

@@ -12,8 +12,8 @@ from pathlib import Path
 
 from cli_helpers import cli, write_jsonl
 
-from deepgym_ray.envs import load_environment
 from deepgym_ray.envs.registry import load_folder
+from deepgym_ray.suites import load_environment
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples" / "envs"

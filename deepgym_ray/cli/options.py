@@ -128,7 +128,7 @@ def client_for(config: DeepGymConfig) -> DeepGym:
 
 
 def load_target(target: str) -> list[Any]:
-    from deepgym_ray.envs import UnknownEnvironmentError, resolve_environments
+    from deepgym_ray.suites import UnknownEnvironmentError, resolve_environments
     from deepgym_ray.suites.humaneval import HumanEvalUnavailable
 
     try:

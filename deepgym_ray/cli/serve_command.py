@@ -89,8 +89,8 @@ def run(args: argparse.Namespace) -> int:
 def _check_sources(settings: ServeSettings) -> None:
     """Load what the service will load, here, so a typo fails before anything is deployed."""
     from deepgym_ray.config import DeepGymConfig
-    from deepgym_ray.envs import resolve_environments
     from deepgym_ray.reward.mixed_config import load_mixed_config
+    from deepgym_ray.suites import resolve_environments
 
     if settings.mixed is not None:
         load_mixed_config(settings.mixed).build()

@@ -1,4 +1,4 @@
-"""Environment folders: read one, list the built-in ones (names are resolved in ``resolver``).
+"""Environment folders: read one, list the built-in ones (names: ``deepgym_ray.suites.resolver``).
 
 A folder holds ``task.md``, ``verifier.py``, ``reference_solution.py`` and ``metadata.json``
 (name, difficulty, domain, tags, timeout, case_timeout), optionally ``test_cases.json`` and

@@ -5,7 +5,7 @@ GRPO. The last fenced code block of each completion runs; a completion without a
 None, which TRL leaves out of the loss and of its group's statistics.
 
 Example:
-    from deepgym_ray.envs import load_environment
+    from deepgym_ray.suites import load_environment
     reward_fn = make_dapo_reward_fn(load_environment("coin_change"))
     reward_fn(completions=["def solve(x): return x"])
     # [0.0]

@@ -8,12 +8,11 @@ from __future__ import annotations
 
 import asyncio
 import collections
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ray import serve
 
-if TYPE_CHECKING:  # pragma: no cover - serve.py imports this module when it deploys
-    from deepgym_ray.integrations.serve import ServeSettings
+from deepgym_ray.integrations.serve_settings import ServeSettings
 
 __all__ = ["MAX_CONCURRENT_BATCHES", "BadRequest", "RewardService"]
 
@@ -27,8 +26,8 @@ def _build_scorer(settings: ServeSettings) -> Any:
 
     env = None
     if settings.mixed is None:
-        from deepgym_ray.envs import resolve_environments
         from deepgym_ray.reward.mixed_config import mixture_of
+        from deepgym_ray.suites import resolve_environments
 
         envs = resolve_environments(settings.env)
         env = envs[0] if len(envs) == 1 else mixture_of([settings.env])
@@ -72,7 +71,7 @@ def _served_names(settings: ServeSettings) -> frozenset[str] | None:
     routes by label): the environment's (or suite's and its members')."""
     if settings.env is None:
         return None
-    from deepgym_ray.envs import resolve_environments
+    from deepgym_ray.suites import resolve_environments
 
     return frozenset([settings.env, *(e.name for e in resolve_environments(settings.env))])
 

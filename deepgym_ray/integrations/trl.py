@@ -19,7 +19,7 @@ Functions built on the same client and environment (one per component) score eac
 between them (see :mod:`deepgym_ray.integrations.shared_batch`).
 
 Example:
-    from deepgym_ray.envs import load_environment
+    from deepgym_ray.suites import load_environment
     reward_fn = make_trl_reward_fn(load_environment("coin_change"))
     trainer = GRPOTrainer(model=..., reward_funcs=[reward_fn], ...)
 """
@@ -91,7 +91,7 @@ class _TRLRewardBase:
                 and not callable(getattr(env, "route", None)):
             raise TypeError(
                 "env must be an Environment or a MixedEnvironment, got "
-                f"{type(env).__name__} (load one with deepgym_ray.envs.load_environment)"
+                f"{type(env).__name__} (load one with deepgym_ray.load_environment)"
             )
         check_max_parallel(max_parallel)
         if component is not None and (not isinstance(component, str) or not component):

@@ -72,7 +72,7 @@ class MixedEnvironment:
 
     ``environments`` is a list of ``(environment, weight)`` pairs; a bare environment weighs 1.
     An environment may also be given by name, loaded with
-    :func:`deepgym_ray.envs.load_environment`. Weights are finite and >= 0, with a positive sum;
+    :func:`deepgym_ray.suites.load_environment`. Weights are finite and >= 0, with a positive sum;
     names are unique.
     """
 
@@ -121,7 +121,7 @@ class MixedEnvironment:
         if isinstance(env, Environment):
             return env
         if isinstance(env, str):
-            from deepgym_ray.envs import load_environment  # the registry only when names are used
+            from deepgym_ray.suites import load_environment  # the registry only when names are used
 
             return load_environment(env)
         raise TypeError(

@@ -65,7 +65,7 @@ class MixedConfig(BaseModel):
 def mixture_of(names: list[tuple[str, float]] | list[str]) -> MixedEnvironment:
     """A MixedEnvironment of names as ``deepgym-ray eval`` understands them (a suite, a suite
     member, an environment or a folder); a suite's weight is split over its members."""
-    from deepgym_ray.envs import resolve_environments
+    from deepgym_ray.suites import resolve_environments
 
     pairs = []
     for item in names:

@@ -7,7 +7,8 @@ import pytest
 from docker_helpers import docker_skip_reason, make_docker_client, shutdown_pool
 from envs_wrong_solutions import SUBTLY_WRONG
 
-from deepgym_ray.envs import builtin_names, load_environment
+from deepgym_ray.envs import builtin_names
+from deepgym_ray.suites import load_environment
 
 NAMES = builtin_names()
 

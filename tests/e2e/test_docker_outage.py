@@ -20,8 +20,8 @@ import uuid
 import pytest
 from docker_helpers import docker_skip_reason, make_docker_client, shutdown_pool
 
-from deepgym_ray.envs import load_environment
 from deepgym_ray.models import Environment
+from deepgym_ray.suites import load_environment
 
 MARK = "DGGATE" + uuid.uuid4().hex[:12]
 GATE_VERIFIER = '''

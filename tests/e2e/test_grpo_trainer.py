@@ -35,11 +35,11 @@ def test_grpo_trainer_with_mixed_rewards_on_the_pool(ray_local, tmp_path):
     from deepgym_ray.client import DeepGym
     from deepgym_ray.completions import completion_to_code
     from deepgym_ray.config import DeepGymConfig, PoolConfig
-    from deepgym_ray.envs import load_environment
     from deepgym_ray.integrations.tiny import build_tiny_model
     from deepgym_ray.integrations.trl import make_trl_async_reward_fn, make_trl_reward_fn
     from deepgym_ray.pool import get_pool
     from deepgym_ray.reward.mixed import MixedEnvironment
+    from deepgym_ray.suites import load_environment
 
     mixed = MixedEnvironment(environments=[(load_environment(n), 0.5) for n in ENVS])
     rows = mixed.sample_batch(16, seed=3)

