@@ -15,8 +15,7 @@ from judge_helpers import processes_with
 from deepgym_ray.client import DeepGym
 from deepgym_ray.exceptions import TimeoutError
 from deepgym_ray.models import Environment
-from deepgym_ray.sandboxes import local
-from deepgym_ray.sandboxes.local import LocalProvider
+from deepgym_ray.sandboxes.local import LocalProvider, runbox
 
 SOLUTION = "def answer():\n    return 41\n"
 
@@ -150,7 +149,7 @@ def test_a_clean_run_skips_the_uid_sweep_and_leaves_nothing(client, monkeypatch)
     if not client.provider.isolation["separate_uid"]:
         pytest.skip("no separate uid here: there is no sweep by uid")
     sweeps = []
-    monkeypatch.setattr(local, "kill_uid", lambda uid: sweeps.append(uid))
+    monkeypatch.setattr(runbox, "kill_uid", lambda uid: sweeps.append(uid))
     mark = "DGMARK" + uuid.uuid4().hex[:12]
     solution = f'''
 import os, sys

@@ -66,10 +66,10 @@ def test_destroy_removes_the_work_dirs(provider):
 
 def test_without_bubblewrap_it_still_judges_and_warns(caplog):
     from deepgym_ray.client import DeepGym
-    from deepgym_ray.sandboxes import local
+    from deepgym_ray.sandboxes.local import report
     from deepgym_ray.suites import load_environment
 
-    local._WARNED.clear()
+    report._WARNED.clear()
     with caplog.at_level(logging.WARNING, logger="deepgym_ray.sandboxes.local"):
         provider = LocalProvider(isolation="none")
     assert provider.isolation["namespaces"] is False

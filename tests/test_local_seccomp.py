@@ -15,8 +15,7 @@ import pytest
 
 from deepgym_ray.client import DeepGym
 from deepgym_ray.models import Environment
-from deepgym_ray.sandboxes import local
-from deepgym_ray.sandboxes.local import LocalProvider, seccomp
+from deepgym_ray.sandboxes.local import LocalProvider, report, seccomp
 
 pytestmark = pytest.mark.skipif(platform.machine() != "x86_64",
                                 reason="the probes use x86-64 system call numbers")
@@ -170,7 +169,7 @@ def test_the_filter_is_built_by_libseccomp_and_denies_the_list():
 def test_without_the_binding_it_runs_and_warns(monkeypatch, caplog):
     monkeypatch.setitem(sys.modules, "pyseccomp", None)  # what an install without it sees
     seccomp.sandbox_filter.cache_clear()
-    local._WARNED.clear()
+    report._WARNED.clear()
     try:
         with caplog.at_level(logging.WARNING, logger="deepgym_ray.sandboxes.local"):
             provider = LocalProvider(solution_zygote=False)
@@ -185,4 +184,4 @@ def test_without_the_binding_it_runs_and_warns(monkeypatch, caplog):
         assert result.score == 1.0, result.details
     finally:
         seccomp.sandbox_filter.cache_clear()
-        local._WARNED.clear()
+        report._WARNED.clear()
