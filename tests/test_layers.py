@@ -1,9 +1,11 @@
 """The package's structure, checked from its source: folders are layers, data walks one way.
 
-Each module's imports are read from its syntax tree (imports inside functions count, those under
-``if TYPE_CHECKING:`` do not). Then:
-- no import cycle among the package's modules;
-- a layer imports only itself and the layers above it (LAYERS, top first);
+Each module's imports are read from its syntax tree (imports inside functions count). Then:
+- no circle of knowledge among the package's modules: no import cycle, counting the imports
+  under ``if TYPE_CHECKING:`` too (a type-only import is knowledge of the other side all the
+  same), so two modules that need a shared name take it from a third;
+- a layer imports only itself and the layers above it (LAYERS, top first; type-only imports
+  are left out here, since a lower layer may name a type of the layer that drives it);
 - only ``pool/`` and the integrations that need it import Ray;
 - ``judge/`` imports nothing but the standard library and its own files (they run in sandboxes
   whose interpreter has nothing else).
@@ -25,7 +27,8 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
               "deepgym_ray.exceptions", "deepgym_ray.completions", "deepgym_ray.config",
               "deepgym_ray.textfiles")),
     ("judge", ("deepgym_ray.judge",)),
-    ("environments", ("deepgym_ray.envs", "deepgym_ray.suites")),
+    ("envs", ("deepgym_ray.envs",)),
+    ("suites", ("deepgym_ray.suites",)),
     ("sandboxes", ("deepgym_ray.sandboxes",)),
     ("scoring", ("deepgym_ray.scoring",)),
     ("pool", ("deepgym_ray.pool",)),
@@ -63,15 +66,20 @@ def _is_type_checking(node: ast.If) -> bool:
         isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING")
 
 
-def _imports(name: str, path: Path) -> set[str]:
+def _imports(name: str, path: Path, type_only: bool = False) -> set[str]:
     """Every module ``name`` imports (absolute names; a ``from X import y`` that names a
-    submodule counts as importing it)."""
-    tree = ast.parse(path.read_text(encoding="utf-8"))
-    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    submodule counts as importing it); with ``type_only``, those under TYPE_CHECKING too."""
+    return _imports_of(name, path.read_text(encoding="utf-8"), path.name == "__init__.py",
+                       type_only)
+
+
+def _imports_of(name: str, source: str, is_package: bool, type_only: bool) -> set[str]:
+    tree = ast.parse(source)
+    package = name if is_package else name.rpartition(".")[0]
     found: set[str] = set()
 
     def visit(node: ast.AST) -> None:
-        if isinstance(node, ast.If) and _is_type_checking(node):
+        if isinstance(node, ast.If) and _is_type_checking(node) and not type_only:
             for child in node.orelse:
                 visit(child)
             return
@@ -96,6 +104,8 @@ def _imports(name: str, path: Path) -> set[str]:
 
 
 IMPORTS = {name: _imports(name, path) for name, path in MODULES.items()}
+# What each module knows of: its imports, type-only ones included.
+KNOWS = {name: _imports(name, path, type_only=True) for name, path in MODULES.items()}
 
 
 def _layer(module: str) -> int:
@@ -118,7 +128,7 @@ def test_every_module_is_in_a_layer():
 
 
 def test_no_import_cycle():
-    graph = {m: [i for i in _inside(m) if i != m] for m in MODULES}
+    graph = {m: sorted(i for i in KNOWS[m] if i in MODULES and i != m) for m in MODULES}
     # Tarjan's strongly connected components: a component of more than one module is a cycle.
     index: dict[str, int] = {}
     low: dict[str, int] = {}
@@ -181,16 +191,39 @@ def test_the_judge_imports_only_the_standard_library_and_itself():
     assert not offenders, "\n".join(offenders)
 
 
-@pytest.mark.parametrize("rule, bad", [
-    ("cycle", {"deepgym_ray.models": {"deepgym_ray.client"}}),
-    ("ray", {"deepgym_ray.client": {"ray"}}),
-])
-def test_the_checks_catch_what_they_are_for(monkeypatch, rule, bad):
+# The knots issue 35 untied, planted back as the source line that made each (the type-only and
+# lazy imports that made them are what the checks must see), and two plain violations.
+TYPE_ONLY = "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from {} import {}\n"
+LAZY = "def f():\n    from {} import {}\n"
+PLANTED = {
+    # serve_app knew serve's settings while serve deploys serve_app
+    "serve circle": ("cycle", "deepgym_ray.integrations.serve_app",
+                     TYPE_ONLY.format("deepgym_ray.integrations.serve", "ServeSettings")),
+    # liveness knew the pool, whose map call (ordered_map) holds a liveness
+    "liveness circle": ("cycle", "deepgym_ray.pool.liveness",
+                        TYPE_ONLY.format("deepgym_ray.pool.verifier_pool", "VerifierPool")),
+    "ordered map circle": ("cycle", "deepgym_ray.pool.ordered_map",
+                           TYPE_ONLY.format("deepgym_ray.pool", "VerifierPool")),
+    # envs resolved suite names by importing suites, a layer below it
+    "envs to suites": ("layers", "deepgym_ray.envs.registry",
+                       LAZY.format("deepgym_ray.suites", "list_suites")),
+    "models to client": ("cycle", "deepgym_ray.models",
+                         LAZY.format("deepgym_ray.client", "DeepGym")),
+    "client to ray": ("ray", "deepgym_ray.client", "import ray\n"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(PLANTED))
+def test_the_checks_catch_what_they_are_for(monkeypatch, case):
     """The checks above fail on a planted violation (so their passing means something)."""
-    planted = {m: set(i) for m, i in IMPORTS.items()}
-    for module, extra in bad.items():
-        planted[module] |= extra
-    monkeypatch.setattr(sys.modules[__name__], "IMPORTS", planted)
-    checks = {"cycle": test_no_import_cycle, "ray": test_only_the_pool_and_integrations_import_ray}
+    rule, module, line = PLANTED[case]
+    is_package = MODULES[module].name == "__init__.py"
+    checks = {"cycle": test_no_import_cycle, "ray": test_only_the_pool_and_integrations_import_ray,
+              "layers": test_layers_import_only_themselves_and_the_layers_above}
+    checks[rule]()  # holds as the package is
+    for table, type_only in (("IMPORTS", False), ("KNOWS", True)):
+        planted = {m: set(i) for m, i in getattr(sys.modules[__name__], table).items()}
+        planted[module] |= _imports_of(module, line, is_package, type_only)
+        monkeypatch.setattr(sys.modules[__name__], table, planted)
     with pytest.raises(AssertionError):
         checks[rule]()
