@@ -18,9 +18,9 @@ from pathlib import Path
 
 import pytest
 
-from deepgym_ray.envs import load_environment
 from deepgym_ray.sandboxes.local import LocalProvider, workarea
 from deepgym_ray.sandboxes.local.removal import remove_tree
+from deepgym_ray.suites import load_environment
 
 
 def _mounted(path: Path) -> bool:
@@ -100,7 +100,7 @@ def test_the_startup_sweep_unmounts_and_removes_a_dead_providers_work_root(monke
 KILLED_MID_RUN = """
 import os, signal, sys, tempfile, threading, time
 from deepgym_ray.client import DeepGym
-from deepgym_ray.envs import load_environment
+from deepgym_ray.suites import load_environment
 from deepgym_ray.sandboxes.local import LocalProvider
 from deepgym_ray.sandboxes.local.workarea import mounts_under
 
