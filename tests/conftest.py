@@ -44,6 +44,27 @@ def pytest_collection_modifyitems(config, items):
         if (len(parts) > 2 and parts[0] == "tests" and parts[1] in _SLOW_FOLDERS) \
                 or item.get_closest_marker("e2e") is not None:
             item.add_marker(pytest.mark.slow)
+        item.add_marker(pytest.mark.xdist_group(worker_group(item)))
+
+
+# The suite runs on two pytest-xdist workers (pyproject: -n 2 --dist loadgroup): each worker
+# takes whole groups, one test after another. A machine-wide resource that a test breaks or
+# takes for itself keeps its users in one group: the Docker engine, which
+# tests/e2e/test_docker_outage.py stops and starts again. Every other test stays with its
+# module, so that its module's fixtures (a service, a pool) start once, not once per worker.
+_MENTIONS_DOCKER: dict[str, bool] = {}
+
+
+def worker_group(item) -> str:
+    """The xdist group of ``item``: "docker-engine" for anything that may touch the engine
+    (named so, using a docker fixture, or a module that mentions it), else its module."""
+    module = str(item.path)
+    if module not in _MENTIONS_DOCKER:
+        _MENTIONS_DOCKER[module] = "docker" in item.path.read_text().lower()
+    if _MENTIONS_DOCKER[module] or "docker" in item.nodeid.lower() \
+            or any("docker" in name for name in item.fixturenames):
+        return "docker-engine"
+    return item.nodeid.split("::")[0]
 
 
 @pytest.hookimpl(hookwrapper=True)
