@@ -51,19 +51,25 @@ def pytest_collection_modifyitems(config, items):
 # takes whole groups, one test after another. A machine-wide resource that a test breaks or
 # takes for itself keeps its users in one group: the Docker engine, which
 # tests/e2e/test_docker_outage.py stops and starts again. Every other test stays with its
-# module, so that its module's fixtures (a service, a pool) start once, not once per worker.
+# module, so that its module's fixtures (a service, a pool) start once, not once per worker,
+# and the security battery's attacks stay with their provider's session-wide battery.
 _MENTIONS_DOCKER: dict[str, bool] = {}
 
 
 def worker_group(item) -> str:
     """The xdist group of ``item``: "docker-engine" for anything that may touch the engine
-    (named so, using a docker fixture, or a module that mentions it), else its module."""
+    (named so, using a docker fixture, or a module that mentions it), "security-<provider>"
+    for an attack of the battery, else its module."""
     module = str(item.path)
     if module not in _MENTIONS_DOCKER:
         _MENTIONS_DOCKER[module] = "docker" in item.path.read_text().lower()
     if _MENTIONS_DOCKER[module] or "docker" in item.nodeid.lower() \
             or any("docker" in name for name in item.fixturenames):
         return "docker-engine"
+    callspec = getattr(item, "callspec", None)
+    case = callspec.params.get("battery") if callspec is not None else None
+    if case is not None:  # the security battery: one provider's client and pool per worker
+        return f"security-{case.label}"
     return item.nodeid.split("::")[0]
 
 
