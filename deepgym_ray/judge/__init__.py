@@ -12,16 +12,18 @@ giving the verifier's own import of the solution file a proxy), ``deepgym_guard.
 solution's code out of the runner's process, with ``deepgym_taint.py``: recognising the
 solution's text and what it sent), ``deepgym_exits.py`` (the verifier's ways out of the runner's
 process, made exits it reports), ``deepgym_solution.py`` (what verifiers import: the verifier
-runtime), ``deepgym_cases.py`` (case-by-case scoring for verifiers), ``deepgym_proxy.py``
-(``load_solution`` and its connection to the solution process), ``deepgym_clock.py`` (a
-request's limits: the solution's CPU time and wall-clock bounds), ``deepgym_remote.py`` (the
-solution's module and objects as the verifier sees them), ``deepgym_spawn.py`` (starting and
-killing solution processes, the run's settings), ``deepgym_proc.py`` (small process helpers the
-host uses too), ``deepgym_result.py`` (the verifier's captured output and its result, checked
-and bounded), ``deepgym_wire.py`` (strict decoding of what the solution sends),
-``deepgym_worker.py`` (the solution process, with ``deepgym_reply.py``: its handles and the
-encoding of its replies) and ``deepgym_zyproc.py`` (a solution process forked by the provider's
-warm zygote, when it has one).
+runtime, with ``deepgym_patch.py``, patches applied in memory, and ``deepgym_output.py``, the
+solution's output files read safely), ``deepgym_cases.py`` (case-by-case scoring for verifiers),
+``deepgym_proxy.py`` (``load_solution`` and its connection to the solution process),
+``deepgym_clock.py`` (a request's limits: the solution's CPU time and wall-clock bounds),
+``deepgym_remote.py`` (the solution's module and objects as the verifier sees them),
+``deepgym_spawn.py`` (starting and killing solution processes, the run's settings),
+``deepgym_proc.py`` (small process helpers the host uses too), ``deepgym_result.py`` (the
+verifier's captured output and its result, checked and bounded), ``deepgym_wire.py`` (strict
+decoding of what the solution sends), ``deepgym_worker.py`` (the solution process, with
+``deepgym_reply.py``: its handles and the encoding of its replies, and ``deepgym_tree.py``: a
+solution of several files imported from memory) and ``deepgym_zyproc.py`` (a solution process
+forked by the provider's warm zygote, when it has one).
 
 Everything here is stdlib-only and runs inside a sandbox; the host side of judging (the
 environment and the code in, a RunResult out) is :mod:`deepgym_ray.scoring`.
@@ -32,10 +34,10 @@ copied with the others for every run.
 Example:
     >>> sorted(sandbox_judge_files())  # doctest: +NORMALIZE_WHITESPACE
     ['deepgym_cases.py', 'deepgym_clock.py', 'deepgym_exits.py', 'deepgym_guard.py',
-     'deepgym_hooks.py', 'deepgym_proc.py', 'deepgym_proxy.py', 'deepgym_remote.py',
-     'deepgym_reply.py', 'deepgym_result.py', 'deepgym_runner.py', 'deepgym_solution.py',
-     'deepgym_spawn.py', 'deepgym_taint.py', 'deepgym_wire.py', 'deepgym_worker.py',
-     'deepgym_zyproc.py']
+     'deepgym_hooks.py', 'deepgym_output.py', 'deepgym_patch.py', 'deepgym_proc.py',
+     'deepgym_proxy.py', 'deepgym_remote.py', 'deepgym_reply.py', 'deepgym_result.py',
+     'deepgym_runner.py', 'deepgym_solution.py', 'deepgym_spawn.py', 'deepgym_taint.py',
+     'deepgym_tree.py', 'deepgym_wire.py', 'deepgym_worker.py', 'deepgym_zyproc.py']
 """
 
 from __future__ import annotations
@@ -47,7 +49,7 @@ JUDGE_FILES = ("deepgym_runner.py", "deepgym_solution.py", "deepgym_proxy.py", "
                "deepgym_proc.py", "deepgym_wire.py", "deepgym_worker.py", "deepgym_cases.py",
                "deepgym_zyproc.py", "deepgym_remote.py", "deepgym_result.py", "deepgym_clock.py",
                "deepgym_guard.py", "deepgym_exits.py", "deepgym_taint.py", "deepgym_hooks.py",
-               "deepgym_reply.py")
+               "deepgym_reply.py", "deepgym_tree.py", "deepgym_patch.py", "deepgym_output.py")
 RUNNER = "deepgym_runner.py"
 
 

@@ -1,5 +1,8 @@
-"""What the runner puts in its own process on the verifier's ways to the solution's file.
+"""What the runner sets up around the verifier before it runs: checks and hooks on its ways
+to the solution.
 
+- :func:`check_runtime_names`: a verifier that uses a name ``deepgym_solution`` does not have
+  fails before the answer is in play (the verifier's error, naming the name);
 - :func:`install_in_play_hook`: an audit hook that dates the moment the verifier opens the
   solution's file (the answer is then in play: failures after it are the answer's own);
 - :func:`install_import_guard`: the verifier's own import of the solution file
@@ -14,7 +17,7 @@ Example (what the runner does before the verifier runs):
 import os
 import sys
 
-__all__ = ["install_import_guard", "install_in_play_hook"]
+__all__ = ["check_runtime_names", "install_import_guard", "install_in_play_hook"]
 
 
 def install_in_play_hook(solution_path, spawn):
@@ -93,3 +96,54 @@ def install_import_guard(solution_path, load_solution):
             return None
 
     sys.meta_path.insert(0, _Finder)
+
+
+def check_runtime_names(source, failure):
+    """Refuse, before the answer is in play, a verifier that imports (or reads as an attribute)
+    a name ``deepgym_solution`` does not have: wherever the import stands, the run is the
+    verifier's error naming the name, not a judged 0 for every answer."""
+    if "deepgym_solution" not in source:
+        return
+    import ast
+
+    import deepgym_solution  # (in a sandbox: the judge's files side by side)
+
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return  # reported when it runs
+    # A use inside ``try`` that handles its failure is the verifier's own feature test.
+    guarded = {id(sub) for node in ast.walk(tree) if isinstance(node, ast.Try)
+               and any(_handles_missing(h.type) for h in node.handlers)
+               for inner in node.body for sub in ast.walk(inner)}
+    aliases, missing = set(), []
+    for node in ast.walk(tree):
+        if id(node) in guarded:
+            continue
+        if isinstance(node, ast.ImportFrom) and node.module == "deepgym_solution" \
+                and not node.level:
+            missing += [a.name for a in node.names if a.name != "*"
+                        and not hasattr(deepgym_solution, a.name)]
+        elif isinstance(node, ast.Import):
+            aliases.update(a.asname or a.name for a in node.names
+                           if a.name == "deepgym_solution")
+    uses = [node for node in ast.walk(tree) if aliases and isinstance(node, ast.Attribute)
+            and isinstance(node.value, ast.Name) and node.value.id in aliases]
+    stored = {node.attr for node in uses if not isinstance(node.ctx, ast.Load)}  # its own
+    missing += [node.attr for node in uses if node.attr not in stored and id(node) not in guarded
+                and not hasattr(deepgym_solution, node.attr)]
+    if missing:
+        names = ", ".join(dict.fromkeys(missing))
+        raise failure(f"the verifier uses {names} from deepgym_solution, which the verifier "
+                      "runtime does not have (it has: " + ", ".join(deepgym_solution.__all__)
+                      + ")")
+
+
+def _handles_missing(kind):
+    import ast
+
+    names = kind.elts if isinstance(kind, ast.Tuple) else [kind]
+    return kind is None or any(isinstance(n, ast.Name) and n.id in _MISSING_CAUGHT for n in names)
+
+
+_MISSING_CAUGHT = frozenset({"ImportError", "AttributeError", "Exception", "BaseException"})

@@ -171,7 +171,7 @@ def parent_of(pid):
 # The solution process's program: these judge files, the last one run as ``__main__``. A
 # solution process cannot import the judge's files (they are not in its sandbox's view, or not
 # readable by its uid), so their text travels in the program itself.
-WORKER_PARTS = ("deepgym_reply.py", "deepgym_worker.py")
+WORKER_PARTS = ("deepgym_reply.py", "deepgym_tree.py", "deepgym_worker.py")
 
 
 def worker_parts(directory):

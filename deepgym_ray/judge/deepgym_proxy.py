@@ -41,8 +41,8 @@ from deepgym_wire import (
 )
 from deepgym_worker import read_exact
 
-__all__ = ["WALL_FACTOR", "Connection", "close_solution", "function_caller", "load_solution",
-           "prewarm", "read_source"]
+__all__ = ["WALL_FACTOR", "Connection", "close_solution", "function_caller", "load_files",
+           "load_solution", "prewarm", "read_source"]
 
 MAX_MESSAGE = 64 << 20  # a reply larger than this is the solution's failure
 
@@ -97,6 +97,7 @@ class Connection:
         self.released = []  # (generation, handle, count) dropped by the verifier
         self.refs = ()  # the current request's argument containers
         self.manifest = None
+        self.tree = None  # {"files", "entry"} for a solution of several files
 
     def start(self):
         warm = STATE.get("warm")
@@ -113,6 +114,8 @@ class Connection:
         # The solution's code enters play with this message (the process was only our code).
         mark_in_play()
         load = {"source": self.source, "filename": self.filename, "module": self.module}
+        if self.tree is not None:
+            load = dict(self.tree, module=self.module)
         # Under bwrap the interpreter is found once it runs: its import is timed by the clock.
         bwrap = STATE["launch"].get("kind") == "bwrap" and not getattr(self.proc, "zygote_child",
                                                                         False)
@@ -323,6 +326,30 @@ def load_solution(path, timeout=None):
         reply = conn.start()
     doc = reply.get("doc") if type(reply.get("doc")) is str else None
     return SolutionModule(conn, _manifest(conn, reply), name, path, doc)
+
+
+def load_files(files, entry, timeout=None):
+    """Import a solution of several files (relative path -> source; a package or modules side
+    by side) in a solution process, as :func:`load_solution` does one file; returns module
+    ``entry`` (a module name, ``pkg.mod``, or its file, ``pkg/mod.py``)."""
+    mark_in_play()
+    if not isinstance(files, dict) or not all(
+            isinstance(k, str) and isinstance(v, str) for k, v in files.items()):
+        raise TypeError("files must be a dict of relative paths to source texts")
+    for path in files:
+        parts = path.split("/")
+        if not path or path.startswith("/") or ".." in parts or "" in parts:
+            raise ValueError(f"{path!r} is not a relative path inside the solution")
+    if not isinstance(entry, str) or not entry:
+        raise TypeError("entry must name a module of the files")
+    if entry.endswith(".py"):
+        entry = entry[:-3].replace("/", ".").removesuffix(".__init__")
+    conn = Connection(None, entry, entry, float(timeout or STATE["case_timeout"]))
+    conn.tree = {"files": dict(files), "entry": entry}
+    with conn.lock:
+        reply = conn.start()
+    doc = reply.get("doc") if type(reply.get("doc")) is str else None
+    return SolutionModule(conn, _manifest(conn, reply), entry, entry, doc)
 
 
 def close_solution(solution):

@@ -52,7 +52,11 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 try:  # on the host (shape detection, tests)
     from deepgym_ray.judge import deepgym_guard, deepgym_taint
     from deepgym_ray.judge.deepgym_exits import trap_exits
-    from deepgym_ray.judge.deepgym_hooks import install_import_guard, install_in_play_hook
+    from deepgym_ray.judge.deepgym_hooks import (
+        check_runtime_names,
+        install_import_guard,
+        install_in_play_hook,
+    )
     from deepgym_ray.judge.deepgym_result import (
         Capture,
         VerifierFailed,
@@ -66,7 +70,11 @@ except ImportError:  # in a sandbox, or forked by the fork server: the judge fil
     import deepgym_guard
     import deepgym_taint
     from deepgym_exits import trap_exits
-    from deepgym_hooks import install_import_guard, install_in_play_hook
+    from deepgym_hooks import (  # noqa: I001 - the same names as above
+        check_runtime_names,
+        install_import_guard,
+        install_in_play_hook,
+    )
     from deepgym_result import (  # noqa: I001 - the same names as above
         Capture,
         VerifierFailed,
@@ -216,14 +224,14 @@ def _load_judge(config, channel):
     import deepgym_proxy
     import deepgym_spawn
 
-    deepgym_spawn.configure(launch=config.get("launch") or {},
-                            solution_dir=config.get("solution_dir"),
-                            case_timeout=float(config.get("case_timeout", 10)),
-                            on_in_play=channel.on_in_play)
     verifier_path = os.path.abspath(config.get("verifier", "verifier.py"))
     solution_path = os.path.abspath(config.get("solution", "solution.py"))
     tests_path = config.get("test_cases")
     tests_path = os.path.abspath(tests_path) if tests_path else None
+    deepgym_spawn.configure(launch=config.get("launch") or {},
+                            solution_dir=config.get("solution_dir"),
+                            case_timeout=float(config.get("case_timeout", 10)),
+                            on_in_play=channel.on_in_play, solution_path=solution_path)
     install_in_play_hook(solution_path, deepgym_spawn)
     launch = config.get("launch") or {}
     guard = deepgym_guard.install(solution_path, config.get("solution_dir"), launch.get("uid"),
@@ -260,6 +268,7 @@ def _verify(config, guard, verifier_path, solution_path, tests_path, channel):
         source = _read_verifier(verifier_path)
         shape = config.get("shape") or detect_shape(source, os.path.basename(verifier_path))
         result["shape"] = shape
+        check_runtime_names(source, VerifierFailed)
         raw, status, message = run_verifier(source, shape, verifier_path, solution_path,
                                             tests_path, capture, guard)
         signal.setitimer(signal.ITIMER_REAL, 0)
@@ -322,6 +331,12 @@ def _mark_clean(name):
         pass
 
 
+# How an exception of the judge's, uncaught by the verifier after the answer came into play,
+# names the answer's failure (anything else it raised is a solution_error).
+_ANSWER_FAULTS = {"timeout": "solution_timeout", "invalid_patch": "invalid_patch",
+                  "patch_apply_failed": "patch_apply_failed"}
+
+
 def _failure(exc, in_play, shape):
     origin = getattr(exc, "_deepgym_origin", None)
     if isinstance(exc, _Deadline):
@@ -333,7 +348,7 @@ def _failure(exc, in_play, shape):
         text = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))[-3000:]
     base = {"shape": shape, "score": 0.0, "passed": False, "details": text}
     if in_play:
-        error_type = "solution_timeout" if origin == "timeout" else "solution_error"
+        error_type = _ANSWER_FAULTS.get(origin, "solution_error")
         return dict(base, kind="verdict", exit_code=1, error_type=error_type)
     if isinstance(exc, _Deadline):
         return dict(base, kind="timeout", exit_code=2, error_type="timeout")

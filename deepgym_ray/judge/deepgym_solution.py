@@ -23,7 +23,15 @@ anything else as :class:`SolutionError`. Unreadable or self-referencing values a
 solution's own CPU time (with a wall-clock bound of ``WALL_FACTOR`` times it, see
 ``deepgym_clock``); past it, ``TimeoutError`` is raised and the solution process is restarted
 for the next call.
-:func:`run_solution` runs the solution as a script instead.
+
+The rest of the runtime: :func:`run_solution` runs the solution as a script;
+:func:`solution_source` gives its text (or one top-level ``def``/``class`` of it);
+:func:`load_files` imports a solution of several files as ``load_solution`` does one;
+:func:`solution_namespace` lists a loaded module's public names and values;
+:func:`apply_patch` applies a unified diff to files held in memory (``deepgym_patch``);
+:func:`read_output` and :func:`read_output_bytes` read a file the solution wrote, without
+following anything it planted (``deepgym_output``); :func:`consulted` says whether the policy's
+output has been read yet (the point that dates a failure: before it, no verdict).
 
 Example (inside a verifier):
     from deepgym_solution import load_solution
@@ -38,17 +46,29 @@ import os
 import subprocess
 import threading
 
+from deepgym_output import OutputRefused, read_output, read_output_bytes
+from deepgym_patch import PatchError, PatchNotApplied, apply_patch
 from deepgym_proc import Drain, wait_exit
-from deepgym_proxy import load_solution, read_source
+from deepgym_proxy import load_files, load_solution, read_source
+from deepgym_remote import SolutionModule, SolutionObject
 from deepgym_spawn import STATE, kill, mark_in_play, solution_dir, spawn
 from deepgym_wire import OpaqueValue, SolutionError
 
 __all__ = [
     "OpaqueValue",
+    "OutputRefused",
+    "PatchError",
+    "PatchNotApplied",
     "SolutionError",
     "SolutionRun",
+    "apply_patch",
+    "consulted",
+    "load_files",
     "load_solution",
+    "read_output",
+    "read_output_bytes",
     "run_solution",
+    "solution_namespace",
     "solution_source",
 ]
 
@@ -66,9 +86,53 @@ class SolutionRun:
         return f"SolutionRun(exit_code={self.exit_code!r}, timed_out={self.timed_out!r})"
 
 
-def solution_source(path):
-    """The solution's source text."""
-    return read_source(path)
+def solution_source(path, name=None):
+    """The solution's source text; with ``name``, the source of its top-level ``def`` or
+    ``class`` of that name (decorators included; the last one when it is defined twice), or
+    the whole text when there is none (a lambda, an alias, a conditional ``def``) or the text
+    does not parse."""
+    text = read_source(path)
+    if name is None:
+        return text
+    import ast
+
+    try:  # ast.parse only reads the text (the runner's guard allows it)
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return text
+    found = None
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) \
+                and node.name == name:
+            found = node
+    if found is None:
+        return text
+    first = min([found.lineno] + [d.lineno for d in found.decorator_list])
+    lines = text.splitlines(keepends=True)
+    return "".join(lines[first - 1:found.end_lineno])
+
+
+def solution_namespace(module):
+    """The public names of the solution's module and their values (plain data, or handles to
+    its functions, classes and objects), read from the module's own namespace in the solution
+    process: a module that lies in ``__dir__`` or ``__all__`` changes nothing. Names starting
+    with ``_`` and imported modules are left out."""
+    if isinstance(module, (SolutionModule, SolutionObject)):
+        mark_in_play()
+        return module._conn.request("namespace", module)
+    import types
+
+    if not isinstance(module, types.ModuleType):
+        raise TypeError(f"solution_namespace takes a module, not {type(module).__name__}")
+    return {k: v for k, v in list(vars(module).items())
+            if type(k) is str and k[:1] != "_" and not isinstance(v, types.ModuleType)}
+
+
+def consulted():
+    """Whether the policy's output has been read yet (its file opened or read, a solution
+    process started, its output read): from then on a failure is the answer's own (a judged 0),
+    before it the verifier's (no verdict)."""
+    return bool(STATE["in_play"])
 
 
 def run_solution(path, args=(), stdin=None, cwd=None, env=None, timeout=None):

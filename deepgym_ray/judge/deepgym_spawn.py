@@ -56,6 +56,7 @@ from deepgym_zyproc import join_cgroups, zygote_spawn
 STATE = {
     "launch": {"kind": "plain", "prefix": [], "python": None, "uid": None, "limits": {}},
     "solution_dir": None,
+    "solution_path": None,  # the solution's file as the verifier sees it
     "case_timeout": 10.0,
     "on_in_play": None,
     "in_play": False,

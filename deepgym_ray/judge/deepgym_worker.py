@@ -9,8 +9,8 @@ Before any solution code runs it lowers its resource limits and, when started as
 ``uid`` in its config, drops to that unprivileged user for good.
 
 Modes (``config["mode"]``):
-- ``module``: read a ``load`` message (the solution's source), then answer requests on the
-  module or on a handle (``call``, ``get``, ``set``, ``next``, ``dir``, ``sig``...), one
+- ``module``: read a ``load`` message (the solution's source, or a tree of files), then
+  answer requests on the module or on a handle (``call``, ``get``, ``set``, ``dir``...), one
   length-prefixed message each way: marshal from the runner, JSON back (see below). Objects
   that are not plain data stay here, named by handles; changes a call made to its list, dict,
   set or bytearray arguments are sent back with the reply.
@@ -40,6 +40,7 @@ from deepgym_reply import (
     release,
     send,
 )
+from deepgym_tree import import_tree
 
 MAX_NAMES = 5000  # module names listed when it loads (the rest are looked up when asked)
 
@@ -194,6 +195,19 @@ def _signature(target):
     return [params, text(sig.return_annotation)]
 
 
+_MODULE = type(sys)
+_MODULE_DICT = _MODULE.__dict__["__dict__"]  # a module's own namespace, whatever its class says
+
+
+def _namespace(obj):
+    """A module's public names and values, read from its own namespace: never through its
+    ``__dir__``, ``__all__``, ``__getattr__`` or a ``__dict__`` its class redefines (a module
+    can change its class). Names starting with ``_`` and imported modules are left out."""
+    space = _MODULE_DICT.__get__(obj) if issubclass(type(obj), _MODULE) else vars(obj)
+    return {k: v for k, v in list(space.items())
+            if type(k) is str and k[:1] != "_" and not issubclass(type(v), _MODULE)}
+
+
 _OPS = {
     "truth": bool, "len": len, "iter": iter, "contains": lambda obj, x: x in obj,
     "getitem": lambda obj, k: obj[k], "setitem": lambda obj, k, v: obj.__setitem__(k, v),
@@ -201,7 +215,7 @@ _OPS = {
     "dir": lambda obj: [n for n in dir(obj) if type(n) is str],
     "vars": lambda obj: {k: v for k, v in vars(obj).items() if type(k) is str
                          and k != "__builtins__"},
-    "sig": _signature,
+    "sig": _signature, "namespace": _namespace,
 }
 
 
@@ -263,6 +277,18 @@ def _manifest(module):
     return "[" + ",".join(entries) + "]"
 
 
+def _load(load):
+    """The solution's module: one file's source run as a module, or the entry module of a
+    tree of files (``deepgym_tree``)."""
+    if "files" in load:
+        return import_tree(load["files"], load["entry"], os.getcwd())
+    module = type(sys)(load.get("module", "solution"))
+    module.__file__ = load.get("filename", "solution.py")
+    sys.modules[module.__name__] = module
+    exec(compile(load["source"], module.__file__, "exec"), module.__dict__)
+    return module
+
+
 def _serve(config):
     # The protocol gets private copies of the pipes; the solution's own prints go to stderr.
     proto_in, proto_out = os.dup(0), os.dup(1)
@@ -271,13 +297,10 @@ def _serve(config):
     os.dup2(2, 1)
     os.close(devnull)
     load = _receive(proto_in)
-    module = type(sys)(load.get("module", "solution"))
-    module.__file__ = load.get("filename", "solution.py")
-    sys.modules[module.__name__] = module
     sys.path.insert(0, os.getcwd())
-    OBJECTS[0], HANDLES[id(module)] = module, 0
     try:
-        exec(compile(load["source"], module.__file__, "exec"), module.__dict__)
+        module = _load(load)
+        OBJECTS[0], HANDLES[id(module)] = module, 0
         reply = {"ok": True, "names": _manifest(module)}
         doc = module.__dict__.get("__doc__")
         if type(doc) is str:
