@@ -18,7 +18,7 @@ import time
 import uuid
 
 import pytest
-from docker_helpers import docker_skip_reason, make_docker_client, shutdown_pool
+from helpers.docker_engine import docker_skip_reason, make_docker_client, shutdown_pool
 
 from deepgym_ray.models import Environment
 from deepgym_ray.suites import load_environment
@@ -97,6 +97,38 @@ def dockerd() -> tuple[int, list[str]] | None:
     return None
 
 
+def cgroups_of(pid: int) -> list[str]:
+    """The cgroup directories ``pid`` is in: one per v1 hierarchy, and the v2 one."""
+    paths = []
+    with open(f"/proc/{pid}/cgroup") as f:
+        for line in f.read().splitlines():
+            _, controllers, path = line.split(":", 2)
+            if controllers:  # v1: mounted at /sys/fs/cgroup/<controllers>
+                roots = [f"/sys/fs/cgroup/{controllers.removeprefix('name=')}"]
+            else:  # v2: alone at /sys/fs/cgroup, or beside v1 at /sys/fs/cgroup/unified
+                roots = ["/sys/fs/cgroup/unified", "/sys/fs/cgroup"]
+            paths += [f"{root}{path}" for root in roots
+                      if os.path.exists(f"{root}{path}/cgroup.procs")][:1]
+    return paths
+
+
+def restart_engine(argv: list[str], groups: list[str]) -> None:
+    """Start the engine again as it ran before: in the same cgroups, in a session of its own,
+    and not as a child of this test process (``setsid -f`` forks, and its parent exits), so
+    that nothing that ends the test process or its descendants ends the engine too."""
+    def join_groups() -> None:
+        for group in groups:
+            try:
+                with open(f"{group}/cgroup.procs", "w") as f:
+                    f.write(str(os.getpid()))
+            except OSError:
+                pass  # a hierarchy we may not write: the engine stays in the test's group
+
+    with open("/var/log/deepgym-dockerd.log", "ab") as log:
+        subprocess.run(["setsid", "-f", *argv], stdout=log, stderr=log,
+                       stdin=subprocess.DEVNULL, preexec_fn=join_groups, check=True)
+
+
 def engine_answers() -> bool:
     import docker
 
@@ -153,15 +185,14 @@ def test_stopping_the_engine_mid_batch(gated_batch):
     if found is None or os.geteuid() != 0:
         pytest.skip("stopping the engine needs root and a dockerd process on this machine")
     pid, argv = found
+    groups = cgroups_of(pid)
     hit = _names_of_containers_in_play()
     assert len(hit) == SLOTS, hit
     os.kill(pid, signal.SIGTERM)
     wait_for(lambda: not os.path.exists(f"/proc/{pid}") or _zombie(pid), "dockerd to stop")
     assert not engine_answers()
     opener.start()
-    with open("/var/log/deepgym-dockerd.log", "ab") as log:
-        subprocess.Popen(argv, stdout=log, stderr=log, stdin=subprocess.DEVNULL,
-                         start_new_session=True)
+    restart_engine(argv, groups)
     wait_for(engine_answers, "dockerd to answer again")
     thread.join(WAIT)
     results = assert_one_result_each_and_no_judged_zero(box)
