@@ -3,8 +3,8 @@
 # the first red run. A suite that passes here does not depend on the machine's speed.
 #
 #   scripts/stress_tests.sh [-n N] [pytest args...]
-#   scripts/stress_tests.sh -n 5                        # the whole suite, five times
-#   scripts/stress_tests.sh -n 2 tests/test_cli_entry.py  # a subset
+#   scripts/stress_tests.sh -n 5                              # the whole suite, five times
+#   scripts/stress_tests.sh -n 2 tests/cli/test_cli_entry.py  # a subset
 #
 # The load is one busy-looping process per core (nproc), started here and stopped by their
 # own process ids when the script ends, however it ends.

@@ -7,7 +7,7 @@ import signal
 import uuid
 
 import pytest
-from ray_helpers import start_local_ray
+from helpers.ray_cluster import start_local_ray
 
 # Nothing is ever fetched from a hub, and Ray stays on the loopback interface: with this switch
 # off, Ray keeps 127.0.0.1 instead of rewriting it to the machine's routable address, so every
@@ -87,8 +87,8 @@ def pytest_runtest_makereport(item, call):
 
 @pytest.fixture
 def ray_temp_dir():
-    """A temp dir of its own for a Ray a subprocess starts (see cli_helpers.ray_temp_dir)."""
-    from cli_helpers import ray_temp_dir
+    """A temp dir of its own for a Ray a subprocess starts (see helpers.cli.ray_temp_dir)."""
+    from helpers.cli import ray_temp_dir
 
     with ray_temp_dir() as path:
         yield path
@@ -120,7 +120,7 @@ def ray_local():
 @pytest.fixture(scope="session")
 def scripted_pool(ray_local, tmp_path_factory):
     """Makes clients on one Ray pool of two actors on the scripted test provider
-    (tests/providers.py), for the tests that only score through a pool.
+    (tests/helpers/pool_providers.py), for the tests that only score through a pool.
 
     Every actor is a new Ray worker process, and Ray starts its workers at nice 15: with every
     core kept busy by another process (scripts/stress_tests.sh) one took half a minute to
@@ -128,7 +128,7 @@ def scripted_pool(ray_local, tmp_path_factory):
     reward-function groups, so no test takes another's scoring) on the same actors; a test
     counts its runs as a difference of the pool's stats.
     """
-    from providers import make_client
+    from helpers.pool_providers import make_client
 
     from deepgym_ray.config import PoolConfig
     from deepgym_ray.pool import get_pool
@@ -150,7 +150,7 @@ def scripted_pool(ray_local, tmp_path_factory):
 def docker_client():
     """A client in docker mode (on threads, warm containers kept for the run) on the locally
     built image; skips with the reason when the engine or the image is missing."""
-    from docker_helpers import docker_skip_reason, make_docker_client
+    from helpers.docker_engine import docker_skip_reason, make_docker_client
 
     reason = docker_skip_reason()
     if reason:

@@ -10,7 +10,7 @@ import time
 import uuid
 
 import pytest
-from judge_helpers import processes_with
+from helpers.judge_probe import processes_with
 
 from deepgym_ray.client import DeepGym
 from deepgym_ray.exceptions import TimeoutError

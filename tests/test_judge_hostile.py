@@ -14,7 +14,7 @@ import uuid
 from pathlib import Path
 
 import pytest
-from judge_helpers import SECRET, probe_env, processes_with
+from helpers.judge_probe import SECRET, probe_env, processes_with
 
 from deepgym_ray import judge
 from deepgym_ray.client import DeepGym

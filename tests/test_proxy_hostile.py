@@ -13,7 +13,7 @@ import sys
 import uuid
 
 import pytest
-from judge_helpers import processes_with, write_back_forger
+from helpers.judge_probe import processes_with, write_back_forger
 
 from deepgym_ray.models import Environment
 

@@ -12,7 +12,7 @@ import re
 from pathlib import Path
 
 import pytest
-from cli_helpers import cli
+from helpers.cli import cli
 
 from deepgym_ray.cli.options import add_client_options
 from deepgym_ray.cli.solutions_file import read_solutions

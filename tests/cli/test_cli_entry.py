@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 
 import pytest
-from cli_helpers import cli, error_lines, make_answer_env, write_jsonl
+from helpers.cli import cli, error_lines, make_answer_env, write_jsonl
 
 LOCAL = ("--mode", "local", "--backend", "threads", "--no-progress")
 
@@ -355,7 +355,7 @@ def test_cluster_config_comment_matches_the_pool_sizing():
 
 
 def test_entry_point_is_the_installed_console_script():
-    from cli_helpers import ENTRY_POINT
+    from helpers.cli import ENTRY_POINT
 
     assert ENTRY_POINT.is_file() and os.access(ENTRY_POINT, os.X_OK)
     assert cli("--version").stdout.startswith("deepgym-ray ")

@@ -8,9 +8,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-from cli_helpers import cli
+from helpers.cli import cli
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 RAY_CHATTER = ("Token authentication is", "Started a local Ray instance")
 
 

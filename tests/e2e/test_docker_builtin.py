@@ -4,8 +4,8 @@ reference solution scores 1.0 and a subtly wrong answer is a judged 0 (below 1.0
 from __future__ import annotations
 
 import pytest
-from docker_helpers import docker_skip_reason, make_docker_client, shutdown_pool
-from envs_wrong_solutions import SUBTLY_WRONG
+from helpers.docker_engine import docker_skip_reason, make_docker_client, shutdown_pool
+from helpers.wrong_solutions import SUBTLY_WRONG
 
 from deepgym_ray.envs import builtin_names
 from deepgym_ray.suites import load_environment
@@ -59,7 +59,7 @@ def test_cli_eval_in_docker_mode(tmp_path):
     import subprocess
     import sys
 
-    from docker_helpers import TEST_IMAGE
+    from helpers.docker_engine import TEST_IMAGE
 
     reason = docker_skip_reason()
     if reason:

@@ -6,8 +6,8 @@ from __future__ import annotations
 import threading
 
 import pytest
-from cancel_helpers import QUICK, SLEEPER, SLEEPING_SOLUTION, wait_until
-from docker_helpers import TEST_IMAGE, docker_skip_reason
+from helpers.cancel import QUICK, SLEEPER, SLEEPING_SOLUTION, wait_until
+from helpers.docker_engine import TEST_IMAGE, docker_skip_reason
 
 from deepgym_ray.exceptions import RunCancelledError
 from deepgym_ray.judge.deepgym_proc import uid_processes

@@ -14,8 +14,8 @@ import threading
 import uuid
 
 import pytest
-from docker_helpers import docker_skip_reason, make_docker_client, shutdown_pool
-from judge_helpers import SECRET, probe_env
+from helpers.docker_engine import docker_skip_reason, make_docker_client, shutdown_pool
+from helpers.judge_probe import SECRET, probe_env
 
 from deepgym_ray.models import Environment
 from deepgym_ray.sandboxes.docker import _judge_files
@@ -291,7 +291,7 @@ def test_no_connection_reached_the_host(outcomes, listener):
 def test_the_canary_sees_leftovers_when_there_are_some(engine):
     """Not vacuous: a verifier that leaves things behind itself and then runs the canary's
     checks finds them (a marked process, a file in /tmp, a SysV segment)."""
-    from docker_helpers import make_docker_client as make
+    from helpers.docker_engine import make_docker_client as make
 
     verifier = CANARY_VERIFIER.replace("def verify(solution_path, test_cases_path=None):\n",
                                        "def verify(solution_path, test_cases_path=None):\n"
@@ -328,7 +328,7 @@ def test_the_containers_memory_limit_kills_the_solution_not_the_container(engine
     """No per-process limit, a small container: the kernel's OOM killer picks the solution
     (the agent makes it the first choice), the run is a judged 0, and the same container
     then passes the canary."""
-    from docker_helpers import make_docker_client as make
+    from helpers.docker_engine import make_docker_client as make
 
     bomb = "chunks = []\nwhile True:\n    chunks.append(b'x' * (1 << 24))\n"
     client = make(backend="threads", warm_containers=1, memory_mb=256,

@@ -86,7 +86,7 @@ def test_without_a_cluster_the_default_scores_without_ray_and_says_so(tmp_path):
 
 def _sleeper_folder(tmp_path: Path) -> tuple[Path, Path]:
     """An environment folder whose runs would take ten minutes, and eight answers for it."""
-    from cancel_helpers import SLEEPER, SLEEPING_SOLUTION
+    from helpers.cancel import SLEEPER, SLEEPING_SOLUTION
 
     folder = tmp_path / "sleeper"
     folder.mkdir()
@@ -102,7 +102,7 @@ def _sleeper_folder(tmp_path: Path) -> tuple[Path, Path]:
 
 def test_ctrl_c_of_an_eval_on_a_running_cluster_leaves_nothing_running_on_the_pool(
         tmp_path, ray_local):
-    from cancel_helpers import end_runs_of, run_processes, wait_until
+    from helpers.cancel import end_runs_of, run_processes, wait_until
     from ray.util import list_named_actors
 
     from deepgym_ray.pool.admin import shutdown_pools
@@ -158,7 +158,7 @@ def _stats(ray, actors: list) -> list[dict]:
 
 def _uids_below(actor_pid: int) -> list[int]:
     """The run uids of the solution processes below an actor now."""
-    from cancel_helpers import run_processes
+    from helpers.cancel import run_processes
 
     uids = []
     for pid in run_processes([actor_pid], solutions_only=True):
@@ -280,7 +280,7 @@ def _janitor_of(pid: int) -> int:
 def test_sigkill_of_an_eval_leaves_none_of_its_processes(tmp_path, backend):
     # SIGKILL runs no clean-up of the driver's: the solutions must die with it all the same
     # (the janitor kills the runs' cgroups; the reaper, Ray's processes and agents).
-    from cancel_helpers import wait_until
+    from helpers.cancel import wait_until
 
     if os.geteuid() != 0:
         pytest.skip("the runs' solution uids and cgroups, which this test watches, need root")

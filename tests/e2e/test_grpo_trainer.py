@@ -12,7 +12,7 @@ import sys
 import uuid
 
 import pytest
-from providers import FlakyProvider, provider_fails
+from helpers.pool_providers import FlakyProvider, provider_fails
 
 pytestmark = pytest.mark.e2e
 

@@ -16,9 +16,9 @@ import pytest
 
 ray = pytest.importorskip("ray")
 
-sys.path.insert(0, str(Path(__file__).parents[1]))  # tests/providers.py, ray_helpers.py
-from providers import Gate, make_client, script  # noqa: E402
-from ray_helpers import three_node_cluster, worker_holding  # noqa: E402
+sys.path.insert(0, str(Path(__file__).parents[1]))  # tests/, for tests/helpers
+from helpers.pool_providers import Gate, make_client, script  # noqa: E402
+from helpers.ray_cluster import three_node_cluster, worker_holding  # noqa: E402
 
 from deepgym_ray.config import PoolConfig  # noqa: E402
 from deepgym_ray.models import Environment  # noqa: E402
@@ -31,7 +31,7 @@ ENV = Environment(name="scripted", verifier_code="return 1.0")
 
 @pytest.fixture(scope="module")
 def cluster():
-    """A head and two worker nodes on 127.0.0.1 (see ray_helpers.three_node_cluster)."""
+    """A head and two worker nodes on 127.0.0.1 (see helpers.ray_cluster.three_node_cluster)."""
     with three_node_cluster("deepgym_ray_e2e") as made:
         yield made
 
@@ -112,7 +112,7 @@ def test_embedded_ray_starts_on_first_batch_and_import_is_cheap(ray_temp_dir):
         import json, sys
         import deepgym_ray
         cheap = "ray" not in sys.modules
-        from providers import make_client, script
+        from helpers.pool_providers import make_client, script
         from deepgym_ray.config import PoolConfig
         from deepgym_ray.models import Environment
         client = make_client(pool=PoolConfig(actors=1, num_cpus_per_actor=0), backend="ray")

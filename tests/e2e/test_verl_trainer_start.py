@@ -39,7 +39,7 @@ MACHINE_OVERRIDES = [
 
 @pytest.mark.timeout(1500)
 def test_documented_command_starts_the_v1_trainer_up_to_its_gpu_pool(tmp_path):
-    from cli_helpers import ray_temp_dir
+    from helpers.cli import ray_temp_dir
 
     from deepgym_ray import MixedEnvironment, write_verl_parquet
     from deepgym_ray.integrations.tiny import build_tiny_model

@@ -2,8 +2,8 @@
 
 Every built-in environment is scored with its reference solution, with a subtly wrong answer
 (twice, to show the verifier is deterministic) and with an empty answer, in one parallel batch.
-The subtly wrong answers live in ``envs_wrong_solutions.py`` next to this file: any extra file in
-an environment folder would be shipped into the sandbox as a support file.
+The subtly wrong answers live in ``tests/helpers/wrong_solutions.py``: any extra file in an
+environment folder would be shipped into the sandbox as a support file.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import json
 import re
 
 import pytest
-from envs_wrong_solutions import SUBTLY_WRONG
+from helpers.wrong_solutions import SUBTLY_WRONG
 
 from deepgym_ray.envs import builtin_names, list_environments
 from deepgym_ray.envs.registry import BUILTIN_DIR

@@ -25,7 +25,7 @@ import pytest
 from deepgym_ray.envs.registry import builtin_names
 from deepgym_ray.judge import deepgym_runner
 
-ENVS = Path(__file__).resolve().parents[1] / "deepgym_ray" / "envs"
+ENVS = Path(__file__).resolve().parents[2] / "deepgym_ray" / "envs"
 JUDGE = ENVS.parent / "judge"
 _MUTABLE = (list, dict, set, bytearray)
 

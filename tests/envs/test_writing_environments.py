@@ -10,12 +10,12 @@ import logging
 import shutil
 from pathlib import Path
 
-from cli_helpers import cli, write_jsonl
+from helpers.cli import cli, write_jsonl
 
 from deepgym_ray.envs.registry import load_folder
 from deepgym_ray.suites import load_environment
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples" / "envs"
 EXAMPLE = EXAMPLES / "two_sum"
 PAGE = ROOT / "docs" / "writing_environments.md"

@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).parents[1]))  # tests/envs_wrong_solutions.py
-from envs_wrong_solutions import SUBTLY_WRONG  # noqa: E402
+sys.path.insert(0, str(Path(__file__).parents[1]))  # tests/, for tests/helpers
+from helpers.wrong_solutions import SUBTLY_WRONG  # noqa: E402
 
 from deepgym_ray.suites import load_environment  # noqa: E402
 

@@ -14,14 +14,14 @@ ray = pytest.importorskip("ray")
 
 from gated import GatedFactory, make_gate  # noqa: E402
 from held import check_contract, make_pool, run_held  # noqa: E402
-from ray_helpers import three_node_cluster, worker_holding  # noqa: E402
+from helpers.ray_cluster import three_node_cluster, worker_holding  # noqa: E402
 
 pytestmark = pytest.mark.e2e
 
 
 @pytest.fixture(scope="module")
 def cluster():
-    """A head and two worker nodes on 127.0.0.1 (see ray_helpers.three_node_cluster)."""
+    """A head and two worker nodes on 127.0.0.1 (see helpers.ray_cluster.three_node_cluster)."""
     with three_node_cluster("deepgym_ray_faults_e2e") as made:
         yield made
 

@@ -4,7 +4,7 @@ map is still running below an actor.
 
 ``LoggedProvider`` is the real local provider; each ``create`` appends the run's uid, work
 directories and cgroups to a JSON-lines file, which the test reads to check the runs' cleanup
-(``local_helpers.leftovers``). The module registers itself (and ``local_helpers``) with Ray's
+(``local_sandbox.leftovers``). The module registers itself (and ``local_sandbox``) with Ray's
 cloudpickle by value, so actors need no path to it.
 """
 
@@ -17,17 +17,16 @@ import time
 from pathlib import Path
 from typing import Any
 
-import local_helpers
-from local_helpers import RecordingProvider
-
 from deepgym_ray.judge.deepgym_proc import kill_uid, uid_processes
 from deepgym_ray.models import Environment
+from helpers import local_sandbox
+from helpers.local_sandbox import RecordingProvider
 
 try:
     import ray.cloudpickle
 
     ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])
-    ray.cloudpickle.register_pickle_by_value(local_helpers)
+    ray.cloudpickle.register_pickle_by_value(local_sandbox)
 except ImportError:  # pragma: no cover
     pass
 

@@ -7,7 +7,7 @@ import logging
 import uuid
 
 import pytest
-from providers import script
+from helpers.pool_providers import script
 
 from deepgym_ray import sandboxes
 from deepgym_ray.config import PoolConfig

@@ -14,7 +14,7 @@ import statistics
 import threading
 
 import pytest
-from providers import FlakyProvider, provider_fails
+from helpers.pool_providers import FlakyProvider, provider_fails
 
 from deepgym_ray import mask_unjudged
 

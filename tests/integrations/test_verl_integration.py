@@ -286,7 +286,7 @@ def test_example_config_lines_are_keys_of_verls_trainer_config():
     import yaml
     from omegaconf import OmegaConf
 
-    example = yaml.safe_load((Path(__file__).parents[1] / "examples/verl_grpo.yaml").read_text())
+    example = yaml.safe_load((Path(__file__).parents[2] / "examples/verl_grpo.yaml").read_text())
     base = OmegaConf.to_container(OmegaConf.load(os.path.join(
         os.path.dirname(verl.__file__), "trainer/config/_generated_ppo_trainer.yaml")))
     ours = {("reward", "custom_reward_function", "reward_kwargs")}  # verl reads it if present

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).parents[1] / "deepgym_ray/judge"))
+sys.path.insert(0, str(Path(__file__).parents[2] / "deepgym_ray/judge"))
 import deepgym_cases  # noqa: E402 - the stdlib-only module lives in the judge folder
 from deepgym_cases import (  # noqa: E402
     SKIPPED,

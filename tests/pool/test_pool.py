@@ -8,17 +8,16 @@ import subprocess
 import sys
 import textwrap
 import uuid
-from pathlib import Path
 
 import pytest
-from providers import make_client, script
+from helpers import TESTS_DIR
+from helpers.pool_providers import make_client, script
 
 from deepgym_ray.config import PoolConfig
 from deepgym_ray.models import Environment
 from deepgym_ray.pool import VerifierPool
 
 ENV = Environment(name="scripted", verifier_code="return 1.0")
-TESTS_DIR = Path(__file__).parent
 
 
 @pytest.fixture
@@ -155,7 +154,7 @@ def test_two_driver_processes_get_the_same_actors(ray_local, tmp_path):
     address = ray_local.get_runtime_context().gcs_address
     driver = textwrap.dedent(f"""
         import json
-        from providers import make_client, script
+        from helpers.pool_providers import make_client, script
         from deepgym_ray.config import PoolConfig
         from deepgym_ray.models import Environment
         from deepgym_ray.pool import VerifierPool

@@ -13,7 +13,7 @@ import urllib.request
 import uuid
 
 import pytest
-from providers import make_client, script
+from helpers.pool_providers import make_client, script
 
 from deepgym_ray.config import PoolConfig
 from deepgym_ray.models import Environment

@@ -15,7 +15,7 @@ import threading
 import uuid
 
 import pytest
-from cancel_helpers import (
+from helpers.cancel import (
     QUICK,
     SLEEPER,
     SLEEPING_SOLUTION,
@@ -27,7 +27,7 @@ from cancel_helpers import (
     solutions_running,
     wait_until,
 )
-from local_helpers import leftovers
+from helpers.local_sandbox import leftovers
 
 from deepgym_ray.client import DeepGym
 from deepgym_ray.config import DeepGymConfig, PoolConfig

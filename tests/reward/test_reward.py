@@ -6,7 +6,7 @@ import asyncio
 import logging
 
 import pytest
-from providers import make_client, script
+from helpers.pool_providers import make_client, script
 
 from deepgym_ray.models import Environment, RunResult
 from deepgym_ray.reward import AsyncRewardFunction, MaskedRate, RewardFunction, grpo_advantages

@@ -8,8 +8,8 @@ import threading
 import time
 
 import pytest
-from cancel_helpers import SLEEPER, SLEEPING_SOLUTION
-from local_helpers import RecordingProvider, leftovers
+from helpers.cancel import SLEEPER, SLEEPING_SOLUTION
+from helpers.local_sandbox import RecordingProvider, leftovers
 
 from deepgym_ray import contract
 from deepgym_ray.exceptions import RunCancelledError
@@ -108,7 +108,7 @@ def test_a_wrapper_that_overrides_run_is_not_handed_cancel_unless_it_says_so():
 
 @pytest.mark.slow
 def test_a_cancelled_daytona_run_stops_waiting_and_its_sandbox_is_deleted(daytona_server):
-    from cancel_helpers import QUICK, wait_until
+    from helpers.cancel import QUICK, wait_until
 
     from deepgym_ray.sandboxes.daytona import DaytonaProvider
 

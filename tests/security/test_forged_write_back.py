@@ -1,7 +1,7 @@
 """A solution that forges the proxy's write-back to empty the verifier's own arguments."""
 
 from harness import Attack
-from judge_helpers import write_back_forger
+from helpers.judge_probe import write_back_forger
 
 # Like ``score_cases``: the call is a copied one (``function_caller``), and the check then reads
 # the very list it sent. Only an emptied ``xs`` lets ``[]`` pass.

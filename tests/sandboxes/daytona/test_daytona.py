@@ -7,8 +7,8 @@ import logging
 import sys
 
 import pytest
-from daytona_helpers import ENV, WRONG, options
-from envs_wrong_solutions import SUBTLY_WRONG
+from helpers.daytona_setup import ENV, WRONG, options
+from helpers.wrong_solutions import SUBTLY_WRONG
 
 from deepgym_ray import sandboxes
 from deepgym_ray.client import DeepGym

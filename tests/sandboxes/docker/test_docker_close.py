@@ -14,8 +14,8 @@ import socket
 import threading
 
 import pytest
-from cancel_helpers import wait_until
-from docker_helpers import docker_skip_reason, make_docker_client
+from helpers.cancel import wait_until
+from helpers.docker_engine import docker_skip_reason, make_docker_client
 
 from deepgym_ray.pool import VerifierPool, get_pool
 from deepgym_ray.sandboxes.docker.container import INSTANCE_LABEL, LABEL, OWNER_LABEL

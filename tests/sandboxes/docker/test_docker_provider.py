@@ -75,7 +75,7 @@ def test_frames_round_trip_and_wait_for_their_whole_length():
 
 
 def test_missing_image_names_it_and_the_build_script():
-    from docker_helpers import docker_skip_reason
+    from helpers.docker_engine import docker_skip_reason
 
     reason = docker_skip_reason()
     if reason:

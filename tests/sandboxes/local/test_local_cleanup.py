@@ -10,8 +10,9 @@ import uuid
 from pathlib import Path
 
 import pytest
-from judge_helpers import processes_with
-from local_helpers import RecordingProvider, attack_env, leftovers, own_cgroups
+from helpers import TESTS_DIR
+from helpers.judge_probe import processes_with
+from helpers.local_sandbox import RecordingProvider, attack_env, leftovers, own_cgroups
 
 from deepgym_ray.client import DeepGym
 from deepgym_ray.judge.deepgym_proc import kill_uid
@@ -162,7 +163,7 @@ import sys
 from deepgym_ray.client import DeepGym
 from deepgym_ray.models import Environment
 sys.path.insert(0, {tests!r})
-from local_helpers import attack_env
+from helpers.local_sandbox import attack_env
 DeepGym(mode="local", backend="threads").run(attack_env(timeout=120, case_timeout=100),
                                              {code!r})
 '''
@@ -180,7 +181,7 @@ def test_nothing_outlives_a_scoring_process_killed_mid_run(monkeypatch):
 
     mark = "DGORPHAN" + uuid.uuid4().hex[:12]
     code = HANGING_SURVIVOR.replace("{mark}", mark)
-    tests = str(Path(__file__).parent)
+    tests = str(TESTS_DIR)
     scorer = subprocess.Popen([sys.executable, "-c", SCORER.format(tests=tests, code=code)])
     try:
         deadline = time.monotonic() + 60

@@ -8,7 +8,7 @@ from __future__ import annotations
 import threading
 
 import pytest
-from local_helpers import RecordingProvider, attack_env, leftovers
+from helpers.local_sandbox import RecordingProvider, attack_env, leftovers
 
 from deepgym_ray.client import DeepGym
 

@@ -6,7 +6,7 @@ import logging
 import uuid
 
 import pytest
-from judge_helpers import processes_with
+from helpers.judge_probe import processes_with
 
 from deepgym_ray.exceptions import DeepGymError, SandboxError
 from deepgym_ray.models import Environment
