@@ -59,7 +59,7 @@ _FORGER = '''
 import gc
 def _forge():
     for space in gc.get_objects():
-        if type(space) is dict and "_answer" in space and "_OBJECTS" in space:
+        if type(space) is dict and "_answer" in space and "OBJECTS" in space:
             real = space["_answer"]
             def forged(call, _real=real):
                 reply = _real(call)
