@@ -202,3 +202,74 @@ def test_a_waiting_reply_past_the_cpu_limit_is_still_a_timeout():
         clock.close()
         os.close(read_end)
         os.close(write_end)
+
+
+# The same for a script run by ``run_solution``: the driver and the script it starts share one
+# core with the neighbours (a child inherits its parent's core), so the script waits for it.
+SCRIPT_DRIVER = '''
+import json, os, resource, signal, subprocess, sys, time
+sys.path.insert(0, {judge!r})
+import deepgym_spawn
+deepgym_spawn.configure(solution_dir={folder!r}, case_timeout={limit!r})
+from deepgym_solution import run_solution
+
+core = max(os.sched_getaffinity(0))
+os.sched_setaffinity(0, {{core}})
+
+
+def bounded():  # the kernel ends a spinner after its CPU seconds, whoever is starved
+    resource.setrlimit(resource.RLIMIT_CPU, (60, 60))
+
+
+spinners = []
+for _ in range(2):
+    spinners.append(subprocess.Popen([sys.executable, "-c", "while True: pass"],
+                                     start_new_session=True, preexec_fn=bounded))
+    with open(f"/proc/{{spinners[-1].pid}}/autogroup", "w") as f:
+        f.write("-18")
+time.sleep(0.2)
+started = time.monotonic()
+try:
+    run = run_solution({path!r}, args=["7"], stdin="x")
+finally:
+    seconds = time.monotonic() - started
+    for proc in spinners:
+        proc.kill()
+        proc.wait()
+print(json.dumps([run.exit_code, run.stdout, run.timed_out, seconds]))
+'''
+
+SCRIPTS = {
+    # Python's start-up and a little work: well under its CPU limit, many times it in wall time.
+    "works": "import sys, time\nstart = time.process_time()\n"
+             "while time.process_time() - start < 0.05:\n    pass\n"
+             "print(sys.argv[1], sys.stdin.read())\n",
+    "sleeps": "import time\ntime.sleep(3600)\n",
+}
+
+
+def run_script_while_starved(tmp_path: Path, script: str, limit: float) -> list:
+    if os.geteuid() != 0:
+        pytest.skip("starving neighbours need root to raise their scheduling group's weight")
+    path = tmp_path / "solution.py"
+    path.write_text(SCRIPTS[script])
+    driver = SCRIPT_DRIVER.format(judge=str(JUDGE), folder=str(tmp_path), limit=limit,
+                                  path=str(path))
+    done = subprocess.run([sys.executable, "-c", driver], capture_output=True, text=True,
+                          timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+@pytest.mark.slow
+def test_a_right_script_starved_past_its_limit_in_wall_time_is_not_timed_out(tmp_path):
+    limit = 0.5
+    code, stdout, timed_out, seconds = run_script_while_starved(tmp_path, "works", limit)
+    assert (code, stdout, timed_out) == (0, "7 x\n", False), (code, stdout, timed_out)
+    assert seconds > limit, seconds  # a wall-clock limit would have ended it
+
+
+@pytest.mark.slow
+def test_a_script_that_sleeps_is_still_ended(tmp_path):
+    code, _stdout, timed_out, _seconds = run_script_while_starved(tmp_path, "sleeps", 0.2)
+    assert timed_out and code is None

@@ -46,6 +46,7 @@ import os
 import subprocess
 import threading
 
+from deepgym_clock import CpuClock, Deadline
 from deepgym_output import OutputRefused, read_output, read_output_bytes
 from deepgym_patch import PatchError, PatchNotApplied, apply_patch
 from deepgym_proc import Drain, wait_exit
@@ -136,7 +137,9 @@ def consulted():
 
 
 def run_solution(path, args=(), stdin=None, cwd=None, env=None, timeout=None):
-    """Run the solution file as a script; returns a :class:`SolutionRun` (output bounded)."""
+    """Run the solution file as a script; returns a :class:`SolutionRun` (output bounded).
+    ``timeout`` (default: the case timeout) counts the script's CPU time, as a
+    ``load_solution`` call's limit does (see :func:`_exits_in_time`)."""
     mark_in_play()
     sol_dir = solution_dir()
     target = os.path.join(sol_dir, os.path.basename(path))
@@ -149,13 +152,49 @@ def run_solution(path, args=(), stdin=None, cwd=None, env=None, timeout=None):
         stdin = stdin.encode("utf-8")
     feeder = threading.Thread(target=_feed, args=(proc.stdin, stdin or b""), daemon=True)
     feeder.start()
-    limit = float(timeout or STATE["case_timeout"])
-    timed_out = not wait_exit(proc, limit)
+    timed_out = not _exits_in_time(proc, float(timeout or STATE["case_timeout"]))
     kill(proc)
     out.join(1)
     err.join(1)
     code = None if timed_out else proc.returncode
     return SolutionRun(code, out.text(), err.text(), timed_out)
+
+
+def _exits_in_time(proc, limit):
+    """Whether the script exits within ``limit`` counted as a ``load_solution`` call is
+    (``deepgym_clock``): in the CPU time of the script and every process it started, with a
+    wall-clock bound for a script that waits without computing, from which its waits for a CPU
+    are left out. On a machine kept busy by others, a right script is slow, not timed out."""
+    bwrap = STATE["launch"].get("kind") == "bwrap" and not getattr(proc, "zygote_child", False)
+    clock = CpuClock(None if bwrap else proc.pid, getattr(proc, "cpu_group", None))
+    exited, ours = _exit_descriptor(proc)
+    try:
+        Deadline(clock, limit, TimeoutError).wait(exited)
+        return wait_exit(proc, 10)  # it has exited: reaped for its exit code
+    except TimeoutError:
+        return False
+    finally:
+        clock.close()
+        if ours:
+            os.close(exited)
+
+
+def _exit_descriptor(proc):
+    """A descriptor readable once ``proc`` has exited, and whether it is ours to close."""
+    pidfd = getattr(proc, "pidfd", None)  # a zygote's child: the zygote handed us its pidfd
+    if getattr(proc, "zygote_child", False) and pidfd is not None:
+        return pidfd, False
+    try:
+        return os.pidfd_open(proc.pid), True
+    except (AttributeError, OSError):  # no pidfd here: a thread says when it has exited
+        read_end, write_end = os.pipe()
+
+        def wait():
+            wait_exit(proc, 1e9)
+            os.close(write_end)
+
+        threading.Thread(target=wait, daemon=True).start()
+        return read_end, True
 
 
 def _copy_in(path, target):
