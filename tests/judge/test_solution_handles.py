@@ -40,7 +40,7 @@ def direct(tmp_path):
     import sys
     from pathlib import Path
 
-    sys.path.insert(0, str(Path(__file__).parents[1] / "deepgym_ray/judge"))
+    sys.path.insert(0, str(Path(__file__).parents[2] / "deepgym_ray/judge"))
     from deepgym_solution import load_solution
 
     path = tmp_path / "solution.py"

@@ -16,7 +16,7 @@ import pytest
 from deepgym_ray.models import Environment
 from deepgym_ray.sandboxes.local.cgroups import ROOT, RunCgroups, _v2_parent
 
-JUDGE = Path(__file__).parents[1] / "deepgym_ray" / "judge"
+JUDGE = Path(__file__).parents[2] / "deepgym_ray" / "judge"
 sys.path.insert(0, str(JUDGE))
 from deepgym_clock import CpuClock, CpuGroup  # noqa: E402 - stdlib-only judge file
 from deepgym_zyproc import join_cgroups  # noqa: E402

@@ -12,7 +12,7 @@ from deepgym_ray.exceptions import TimeoutError as DGTimeoutError
 from deepgym_ray.sandboxes.base import CommandResult
 from deepgym_ray.scoring.judging import interpret
 
-sys.path.insert(0, str(__import__("pathlib").Path(__file__).parents[1] / "deepgym_ray/judge"))
+sys.path.insert(0, str(__import__("pathlib").Path(__file__).parents[2] / "deepgym_ray/judge"))
 import deepgym_wire  # noqa: E402 - the stdlib-only module lives in the judge folder
 
 TOKEN = "t" * 32

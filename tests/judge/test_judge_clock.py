@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-JUDGE = Path(__file__).parents[1] / "deepgym_ray" / "judge"
+JUDGE = Path(__file__).parents[2] / "deepgym_ray" / "judge"
 sys.path.insert(0, str(JUDGE))
 from deepgym_clock import WALL_FACTOR, CpuClock, Deadline  # noqa: E402 - stdlib-only judge file
 
