@@ -112,10 +112,26 @@ def cgroups_of(pid: int) -> list[str]:
     return paths
 
 
-def restart_engine(argv: list[str], groups: list[str]) -> None:
-    """Start the engine again as it ran before: in the same cgroups, in a session of its own,
-    and not as a child of this test process (``setsid -f`` forks, and its parent exits), so
-    that nothing that ends the test process or its descendants ends the engine too."""
+def environment_of(pid: int) -> dict[str, str]:
+    with open(f"/proc/{pid}/environ", "rb") as f:
+        pairs = [entry.split(b"=", 1) for entry in f.read().split(b"\0") if b"=" in entry]
+    return {key.decode(): value.decode() for key, value in pairs}
+
+
+def engine_environment() -> dict[str, str] | None:
+    found = dockerd()
+    try:
+        return None if found is None else environment_of(found[0])
+    except OSError:  # gone meanwhile
+        return None
+
+
+def restart_engine(argv: list[str], groups: list[str], environment: dict[str, str]) -> None:
+    """Start the engine again as it ran before: its environment, its cgroups, a session of its
+    own, and not as a child of this test process (``setsid -f`` forks, and its parent exits).
+    Nothing of the test process may stick to it: a command run in process earlier (``eval``
+    starts its reaper) leaves a reaper tag in this process's environment, and the reaper kills
+    whatever carries the tag when this process ends."""
     def join_groups() -> None:
         for group in groups:
             try:
@@ -125,7 +141,7 @@ def restart_engine(argv: list[str], groups: list[str]) -> None:
                 pass  # a hierarchy we may not write: the engine stays in the test's group
 
     with open("/var/log/deepgym-dockerd.log", "ab") as log:
-        subprocess.run(["setsid", "-f", *argv], stdout=log, stderr=log,
+        subprocess.run(["setsid", "-f", *argv], stdout=log, stderr=log, env=environment,
                        stdin=subprocess.DEVNULL, preexec_fn=join_groups, check=True)
 
 
@@ -185,15 +201,16 @@ def test_stopping_the_engine_mid_batch(gated_batch):
     if found is None or os.geteuid() != 0:
         pytest.skip("stopping the engine needs root and a dockerd process on this machine")
     pid, argv = found
-    groups = cgroups_of(pid)
+    groups, environment = cgroups_of(pid), environment_of(pid)
     hit = _names_of_containers_in_play()
     assert len(hit) == SLOTS, hit
     os.kill(pid, signal.SIGTERM)
     wait_for(lambda: not os.path.exists(f"/proc/{pid}") or _zombie(pid), "dockerd to stop")
     assert not engine_answers()
     opener.start()
-    restart_engine(argv, groups)
+    restart_engine(argv, groups, environment)
     wait_for(engine_answers, "dockerd to answer again")
+    wait_for(lambda: engine_environment() == environment, "the engine in its own environment")
     thread.join(WAIT)
     results = assert_one_result_each_and_no_judged_zero(box)
     # The runs the outage hit were not judged in the containers it stopped: each was retried
