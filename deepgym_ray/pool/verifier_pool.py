@@ -305,16 +305,23 @@ class VerifierPool:
             raise SandboxError(f"pool {self.name!r} stopped, but not everything its actors "
                                f"made is deleted: {'; '.join(problems)}")
 
-    def _cache_key(self) -> tuple[str, str, str, str]:
-        return (self.namespace, self.name, self.scorer.key,
-                self._ray.get_runtime_context().get_job_id())
+    def _cache_key(self) -> tuple[str, str, str, str, str]:
+        return (self.namespace, self.name, self.scorer.key, *_ray_session(self._ray))
 
     def __repr__(self) -> str:
         return (f"VerifierPool(name={self.name!r}, namespace={self.namespace!r}, "
                 f"actors={len(self.actors)}, concurrency={getattr(self, 'concurrency', None)})")
 
 
-_POOLS: dict[tuple[str, str, str, str], VerifierPool] = {}
+_POOLS: dict[tuple[str, str, str, str, str], VerifierPool] = {}
+
+
+def _ray_session(ray: Any) -> tuple[str, str]:
+    """Which Ray this process is connected to, and as which job. The job id alone repeats
+    (every new local instance starts at 01000000): after ``ray.shutdown()`` and a new
+    ``ray.init()``, a pool of the old instance, its actors gone, must not be found again."""
+    context = ray.get_runtime_context()
+    return context.gcs_address, context.get_job_id()
 _POOLS_LOCK = threading.Lock()
 
 
@@ -332,7 +339,7 @@ def get_pool(scorer: Any = None, config: PoolConfig | None = None) -> VerifierPo
     made on first use."""
     ray = ensure_ray()
     found, cfg, _ = scoring_setup(scorer, config)
-    key = (cfg.namespace, cfg.name, found.key, ray.get_runtime_context().get_job_id())
+    key = (cfg.namespace, cfg.name, found.key, *_ray_session(ray))
     with _POOLS_LOCK:
         pool = _POOLS.get(key)
         if pool is None or not pool.actors:

@@ -20,6 +20,23 @@ from deepgym_clock import WALL_FACTOR, CpuClock, Deadline  # noqa: E402 - stdlib
 
 CASE_TIMEOUT = 0.1
 
+# Two neighbours on the driver's chosen ``core``, in a scheduling group of high weight; the
+# kernel ends each after its CPU seconds, even if the driver were starved.
+NEIGHBOURS = '''
+def bounded():
+    os.sched_setaffinity(0, {core})
+    resource.setrlimit(resource.RLIMIT_CPU, (60, 60))
+
+
+spinners = []
+for _ in range(2):
+    spinners.append(subprocess.Popen([sys.executable, "-c", "while True: pass"],
+                                     start_new_session=True, preexec_fn=bounded))
+    with open(f"/proc/{spinners[-1].pid}/autogroup", "w") as f:
+        f.write("-18")
+time.sleep(0.2)  # the spinners hold the core
+'''
+
 # The verifier's side, in its own process: one call to the solution while the neighbours run.
 DRIVER = '''
 import json, os, resource, signal, subprocess, sys, time
@@ -31,26 +48,14 @@ from deepgym_proxy import load_solution
 sol = load_solution({path!r})
 sol.ready()
 group = sol._conn.proc.pid  # the solution's session and process group
-# The solution shares one core with neighbours of a much higher weight (autogroup nice {nice}):
+# The solution shares one core with neighbours of a much higher weight (autogroup nice -18):
 # the scheduler's fairness, not the luck of a given kernel, keeps it waiting for that core
 # (about 1/55 of it). Everything else, pytest and this driver included, keeps the other cores,
 # so a test that starves its solution never starves the suite.
 core = max(os.sched_getaffinity(0))
 os.sched_setaffinity(group, {{core}})
 
-
-def bounded():  # the kernel ends a spinner after its CPU seconds, whoever is starved
-    os.sched_setaffinity(0, {{core}})
-    resource.setrlimit(resource.RLIMIT_CPU, ({spin_seconds}, {spin_seconds}))
-
-
-spinners = []
-for _ in range(2):
-    spinners.append(subprocess.Popen([sys.executable, "-c", "while True: pass"],
-                                     start_new_session=True, preexec_fn=bounded))
-    with open(f"/proc/{{spinners[-1].pid}}/autogroup", "w") as f:
-        f.write("{nice}")
-time.sleep(0.2)  # the spinners hold the core
+{neighbours}
 # The run's time left, as the runner's timer gives it (it caps each request's wall-clock time);
 # set only now, so that however slow the set-up was under load, the call sees all of it.
 signal.signal(signal.SIGALRM, signal.SIG_IGN)
@@ -129,8 +134,7 @@ def call_while_starved(tmp_path: Path, call: str, run_time: float = 120.0
     path = tmp_path / "solution.py"
     path.write_text(SOLUTION)
     script = DRIVER.format(judge=str(JUDGE), folder=str(tmp_path), limit=CASE_TIMEOUT,
-                           run_time=run_time, path=str(path), nice=-18, call=call,
-                           spin_seconds=60)
+                           run_time=run_time, path=str(path), call=call, neighbours=NEIGHBOURS)
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
                           timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
@@ -216,18 +220,7 @@ from deepgym_solution import run_solution
 core = max(os.sched_getaffinity(0))
 os.sched_setaffinity(0, {{core}})
 
-
-def bounded():  # the kernel ends a spinner after its CPU seconds, whoever is starved
-    resource.setrlimit(resource.RLIMIT_CPU, (60, 60))
-
-
-spinners = []
-for _ in range(2):
-    spinners.append(subprocess.Popen([sys.executable, "-c", "while True: pass"],
-                                     start_new_session=True, preexec_fn=bounded))
-    with open(f"/proc/{{spinners[-1].pid}}/autogroup", "w") as f:
-        f.write("-18")
-time.sleep(0.2)
+{neighbours}
 started = time.monotonic()
 try:
     run = run_solution({path!r}, args=["7"], stdin="x")
@@ -254,7 +247,7 @@ def run_script_while_starved(tmp_path: Path, script: str, limit: float) -> list:
     path = tmp_path / "solution.py"
     path.write_text(SCRIPTS[script])
     driver = SCRIPT_DRIVER.format(judge=str(JUDGE), folder=str(tmp_path), limit=limit,
-                                  path=str(path))
+                                  path=str(path), neighbours=NEIGHBOURS)
     done = subprocess.run([sys.executable, "-c", driver], capture_output=True, text=True,
                           timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]

@@ -243,3 +243,27 @@ def test_a_pool_takes_the_clients_scorer_pool_settings_and_map_width():
     assert scoring_setup(client.scorer)[1:] == (PoolConfig(), 32)
     with pytest.raises(TypeError, match="DeepGym client or a Scorer"):
         scoring_setup("local")
+
+
+@pytest.mark.slow
+def test_a_pool_of_a_ray_instance_shut_down_is_not_found_again(tmp_path):
+    # A new local instance repeats the job id (01000000): the process's pool of the old one,
+    # whose actors died with it, must not be handed out again (a notebook that restarts Ray).
+    script_text = textwrap.dedent("""
+        import ray
+        from deepgym_ray import DeepGym, load_environment
+        env = load_environment("coin_change")
+        options = dict(address="local", num_cpus=2, include_dashboard=False,
+                       _node_ip_address="127.0.0.1", log_to_driver=False)
+        scores = []
+        for _ in range(2):
+            ray.init(**options)
+            client = DeepGym("local", backend="ray")
+            scores.append(client.run_batch(env, [env.reference_solution]).results[0].score)
+            ray.shutdown()
+        print(scores)
+    """)
+    done = subprocess.run([sys.executable, "-c", script_text], capture_output=True, text=True,
+                          timeout=240, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip().splitlines()[-1] == "[1.0, 1.0]", done.stdout[-500:]
