@@ -39,15 +39,17 @@ _SLOW_FOLDERS = ("e2e", "security", "faults")
 
 
 def pytest_collection_modifyitems(config, items):
+    grouped = config.getoption("dist", "no") == "loadgroup"  # xdist's groups are asked for
     for item in items:
         parts = item.path.relative_to(config.rootpath).parts
         if (len(parts) > 2 and parts[0] == "tests" and parts[1] in _SLOW_FOLDERS) \
                 or item.get_closest_marker("e2e") is not None:
             item.add_marker(pytest.mark.slow)
-        item.add_marker(pytest.mark.xdist_group(worker_group(item)))
+        if grouped:
+            item.add_marker(pytest.mark.xdist_group(worker_group(item)))
 
 
-# The suite runs on two pytest-xdist workers (pyproject: -n 2 --dist loadgroup): each worker
+# Under pytest-xdist with `--dist loadgroup` (more cores than this 2-core machine): each worker
 # takes whole groups, one test after another. A machine-wide resource that a test breaks or
 # takes for itself keeps its users in one group: the Docker engine, which
 # tests/e2e/test_docker_outage.py stops and starts again. Every other test stays with its
