@@ -121,9 +121,11 @@ class CpuGroup:
         """SIGKILL every process in the group until none is left; True once empty (at most
         ``wait`` seconds). cgroup v2's ``cgroup.kill`` does it at once; in v1 the members are
         listed and killed until the list is empty (a fork in between is caught by the next
-        round, and the run's process limit bounds the rounds). Never for a ``whole`` group."""
+        round, and the run's process limit bounds the rounds); then until they are reaped.
+        Never for a ``whole`` group."""
         if self.whole:
             return False
+        seen = set(self.members())
         try:
             fd = os.open(os.path.join(self.path, "cgroup.kill"), os.O_WRONLY | os.O_CLOEXEC)
             try:
@@ -136,15 +138,28 @@ class CpuGroup:
         while True:
             pids = self.members()
             if not pids:
-                return True
+                return self._reaped(seen, deadline)
             if time.monotonic() > deadline:
                 return False
+            seen.update(pids)
             for pid in pids:
                 try:
                     os.kill(pid, signal.SIGKILL)
                 except OSError:
                     pass
             time.sleep(0.001)
+
+    @staticmethod
+    def _reaped(pids, deadline):
+        """Wait (to ``deadline``) until the killed ``pids`` are reaped, not just dead: an
+        orphan's zombie waits for the sandbox's init, and until then it still answers a
+        signal as if alive."""
+        for pid in pids:
+            while os.path.exists(f"/proc/{pid}"):
+                if time.monotonic() > deadline:
+                    return True  # dead all the same: the group is empty
+                time.sleep(0.001)
+        return True
 
     def remove(self):
         """Remove the group (once empty; the provider removes what is left with the run's)."""

@@ -45,6 +45,10 @@ class Battery:
         self.factory = case.factory(self.ledger)
         self.client = DeepGym(mode=case.mode, backend="threads", provider=self.factory)
         self._pool_client: DeepGym | None = None
+        # The attacks whose batch case this session runs (conftest.py sets them from the
+        # collected tests): all in one pool map, on the first ``in_batch``.
+        self.batch_attacks: list[Attack] = []
+        self._batch_findings: dict[str, list[str]] | None = None
 
     def pool_client(self) -> DeepGym:
         if self._pool_client is None:
@@ -90,29 +94,88 @@ class Battery:
         self._finish(start, attack, problems)
 
     def in_batch(self, attack: Attack) -> None:
-        env = attack.environment()
-        problems: list[str] = []
+        """The attack's batch, from the one pool map that carries every batch case of the
+        session (see :meth:`_batch_all`); an attack outside that list gets a map of its own."""
+        if self._batch_findings is None:
+            self._batch_findings = self._batch_all(self.batch_attacks)
+        problems = self._batch_findings.get(attack.name)
+        if problems is None:
+            problems = self._batch_all([attack])[attack.name]
+        assert not problems, f"attack {attack.name!r} succeeded:\n  " + "\n  ".join(problems)
+
+    def _batch_all(self, attacks: list[Attack]) -> dict[str, list[str]]:
+        """One pool map for every attack's batch case: each attack between three right answers
+        that must each still score 1.0, all of them in flight beside the other attacks' runs.
+
+        An attack's results and host are checked as soon as its four runs are in (not when the
+        map ends, so a process that outlives its run but dies soon after is still seen), and
+        its leftovers cleaned at once, unless a follow-up run must first show that a later run
+        does not profit from them: those run in a second map, after the first.
+        """
+        problems: dict[str, list[str]] = {a.name: [] for a in attacks}
+        envs, outputs, owners = [], [], []
+        for attack in attacks:
+            right, right_env, env = attack.right_code(), attack.environment(for_right=True), \
+                attack.environment()
+            for position, (e, code) in enumerate(
+                    ((right_env, right), (env, attack.code()), (right_env, right),
+                     (right_env, right))):
+                envs.append(e)
+                outputs.append(code)
+                owners.append((attack, position))
         start = self._ledger_size()
-        right, right_env = attack.right_code(), attack.environment(for_right=True)
-        outputs = [right, attack.code(), right, right]
-        envs = [right_env, env, right_env, right_env]
-        results = self.pool_client().eval(envs, outputs, max_parallel=BATCH_SLOTS).results
-        if len(results) != len(outputs):
-            problems.append(f"{len(results)} results for {len(outputs)} inputs")
-        for i, result in enumerate(results):
-            who = "the attack" if i == 1 else f"right answer #{i}"
-            if i == 1:
-                self._expect_end(attack, {"result": result}, who, problems)
-            else:
-                self._expect_right({"result": result}, who, problems)
-        problems += self._host(start, attack, "after the batch")
-        follow_up = attack.follow_up_code()
-        if follow_up is not None:
-            later = self.pool_client().run_batch(env, [right, follow_up, follow_up, right],
-                                                 max_parallel=BATCH_SLOTS).results
-            for i in (1, 2):
-                self._expect_zero({"result": later[i]}, f"follow-up run #{i}", problems)
-        self._finish(start, attack, problems)
+        pending = {a.name: 4 for a in attacks}
+        lock = threading.Lock()
+
+        def heard(index: int, result: RunResult) -> None:
+            attack, position = owners[index]
+            mine = problems[attack.name]
+            with lock:
+                pending[attack.name] -= 1
+                finished = pending[attack.name] == 0
+            try:
+                if position == 1:
+                    self._expect_end(attack, {"result": result}, "the attack", mine)
+                else:
+                    self._expect_right({"result": result}, f"right answer #{position}", mine)
+                if finished:
+                    mine += self._host_of(start, attack, "after its batch")
+                    if attack.follow_up is None:
+                        self._clean(start, attack)
+            except Exception as exc:  # a check that broke: this attack's finding, not the map's
+                mine.append(f"checking it raised {type(exc).__name__}: {exc}")
+
+        results = self.pool_client().score_outputs(envs, outputs, BATCH_SLOTS,
+                                                   on_result=heard)
+        for attack in attacks:
+            if pending[attack.name]:
+                problems[attack.name].append(
+                    f"{pending[attack.name]} of its 4 runs were never heard of "
+                    f"({len(results)} results for {len(outputs)} inputs)")
+        self._follow_ups([a for a in attacks if a.follow_up is not None], problems, start)
+        return problems
+
+    def _follow_ups(self, attacks: list[Attack], problems: dict[str, list[str]],
+                    start: int) -> None:
+        """Each attack's follow-up, twice between right answers (all in one map), then the
+        attack's leftovers cleaned."""
+        if not attacks:
+            return
+        envs, outputs, owners = [], [], []
+        for attack in attacks:
+            env, right = attack.environment(), attack.right_code()
+            for position, code in enumerate((right, attack.follow_up_code(),
+                                             attack.follow_up_code(), right)):
+                envs.append(env)
+                outputs.append(code)
+                owners.append((attack, position))
+        later = self.pool_client().score_outputs(envs, outputs, BATCH_SLOTS)
+        for (attack, position), result in zip(owners, later, strict=True):
+            if position in (1, 2):
+                self._expect_zero({"result": result}, f"follow-up run #{position}",
+                                  problems[attack.name])
+        for attack in attacks:
+            self._clean(start, attack)
 
     # -- checks ------------------------------------------------------------------------------
 
@@ -167,13 +230,28 @@ class Battery:
         except FileNotFoundError:
             return 0
 
-    def _host(self, start: int, attack: Attack, when: str) -> list[str]:
-        entries = read_ledger(self.ledger, start)
+    def _host(self, start: int, attack: Attack, when: str,
+              entries: list[dict[str, Any]] | None = None) -> list[str]:
+        entries = read_ledger(self.ledger, start) if entries is None else entries
         problems = [f"{when}: {p}" for p in self.case.leftovers(entries)]
         for path in attack.drop_paths():
             if os.path.lexists(path):
                 problems.append(f"{when}: the attack created {path} on the host")
         return problems
+
+    def _own_entries(self, start: int, attack: Attack) -> list[dict[str, Any]]:
+        """The ledger's sandboxes since ``start`` that ran this attack's environment."""
+        name = attack.environment().name
+        return [e for e in read_ledger(self.ledger, start) if e.get("env") == name]
+
+    def _host_of(self, start: int, attack: Attack, when: str) -> list[str]:
+        return self._host(start, attack, when, self._own_entries(start, attack))
+
+    def _clean(self, start: int, attack: Attack) -> None:
+        self.case.clean_up(self._own_entries(start, attack))
+        for path in attack.drop_paths():
+            if os.path.lexists(path):
+                remove_tree(path)
 
     def _finish(self, start: int, attack: Attack, problems: list[str]) -> None:
         self.case.clean_up(read_ledger(self.ledger, start))

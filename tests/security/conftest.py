@@ -16,6 +16,9 @@ from battery import Battery
 from harness import plant_host_canary
 from providers_under_test import PROVIDERS
 
+# The attacks whose batch case each provider runs this session: provider label -> attacks.
+BATCH_ATTACKS = pytest.StashKey[dict]()
+
 # Before anything starts Ray or a provider: every process they start inherits the canary.
 plant_host_canary()
 
@@ -33,6 +36,7 @@ def battery(request):
         pytest.skip(f"provider unavailable: {reason}")
     ledger_dir = tempfile.mkdtemp(prefix="deepgym-security-ledger-")
     runner = Battery(case, ledger_dir)
+    runner.batch_attacks = request.config.stash.get(BATCH_ATTACKS, {}).get(case.label, [])
     try:
         yield runner
     finally:
@@ -40,22 +44,33 @@ def battery(request):
         shutil.rmtree(ledger_dir, ignore_errors=True)
 
 
+def _battery_case_and_attack(item):
+    callspec = getattr(item, "callspec", None)
+    case = callspec.params.get("battery") if callspec is not None else None
+    return case, getattr(getattr(item, "module", None), "ATTACK", None)
+
+
+@pytest.hookimpl(trylast=True)  # after -k and -m have deselected theirs
 def pytest_collection_modifyitems(config, items):
     """A provider case that names its ``attacks`` runs only those: the others are deselected
-    (not skipped), unless DEEPGYM_FULL_BATTERY=1."""
-    if os.environ.get("DEEPGYM_FULL_BATTERY") == "1":
-        return
+    (not skipped), unless DEEPGYM_FULL_BATTERY=1. Then each provider's batch list is what is
+    left of its ``test_in_batch`` tests."""
     keep, drop = [], []
     for item in items:
-        callspec = getattr(item, "callspec", None)
-        case = callspec.params.get("battery") if callspec is not None else None
-        attack = getattr(getattr(item, "module", None), "ATTACK", None)
+        case, attack = _battery_case_and_attack(item)
         left_out = getattr(case, "attacks", None) is not None and attack is not None \
-            and attack.name not in case.attacks
+            and attack.name not in case.attacks \
+            and os.environ.get("DEEPGYM_FULL_BATTERY") != "1"
         (drop if left_out else keep).append(item)
     if drop:
         config.hook.pytest_deselected(items=drop)
         items[:] = keep
+    batches: dict[str, list] = {}
+    for item in items:
+        case, attack = _battery_case_and_attack(item)
+        if case is not None and attack is not None and item.originalname == "test_in_batch":
+            batches.setdefault(case.label, []).append(attack)
+    config.stash[BATCH_ATTACKS] = batches
 
 
 @pytest.fixture(autouse=True)

@@ -57,7 +57,7 @@ class Recorded(ForwardingProvider):
     def create(self, env: Environment) -> Sandbox:
         sandbox = self.inner.create(env)
         entry = (describe_local if self.local else describe_remote)(sandbox)
-        entry.update(id=sandbox.id, pid=os.getpid())
+        entry.update(id=sandbox.id, pid=os.getpid(), env=env.name)
         line = (json.dumps(entry) + "\n").encode()
         fd = os.open(self.ledger, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
         try:

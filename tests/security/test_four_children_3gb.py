@@ -8,14 +8,31 @@ from harness import Attack
 # make room for the last) does not count.
 FOUR_CHILDREN = r'''
 import os, select, signal
-def _read_all(fd, want, got):
+def _killed(kids):
+    for pid in kids:
+        try:
+            done, status = os.waitpid(pid, os.WNOHANG)
+        except OSError:
+            continue
+        if done and os.WIFSIGNALED(status):
+            return True
+    return False
+def _read_all(fd, want, got, kids):
     # A child the OOM killer took never reports, and the others keep the pipe open: wait for
-    # progress, not for an end that never comes (10 s without a report ends the wait).
-    while len(got) < want and select.select([fd], [], [], 10)[0]:
-        chunk = os.read(fd, 4)
-        if not chunk:
+    # progress, not for an end that never comes. A child killed by a signal ends the wait at
+    # once (all four can no longer hold theirs); else 10 s without a report ends it.
+    quiet = 0.0
+    while len(got) < want and quiet < 10:
+        if select.select([fd], [], [], 0.1)[0]:
+            chunk = os.read(fd, 4)
+            if not chunk:
+                break
+            got += chunk
+            quiet = 0.0
+        elif _killed(kids):
             break
-        got += chunk
+        else:
+            quiet += 0.1
     return got
 def answer():
     ready_r, ready_w = os.pipe()
@@ -41,9 +58,9 @@ def answer():
         kids.append(pid)
     os.close(ready_w)
     os.close(held_w)
-    got = _read_all(ready_r, 4, b"")
+    got = _read_all(ready_r, 4, b"", kids)
     os.write(go_w, b"xxxx")
-    got = _read_all(held_r, 8, got)
+    got = _read_all(held_r, 8, got, kids)
     for pid in kids:
         try:
             os.waitpid(pid, 0)
