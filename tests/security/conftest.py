@@ -23,25 +23,47 @@ BATCH_ATTACKS = pytest.StashKey[dict]()
 plant_host_canary()
 
 
+def _fixture_name(case) -> str:
+    return "battery_" + case.label.replace("-", "_")
+
+
+def _provider_battery(case):
+    """The session fixture of one provider's Battery. It is not parametrized: pytest keeps one
+    instance of a parametrized session fixture at a time and tears it down whenever the order
+    of the tests (under xdist, the scheduler's) switches providers; this one lives for the
+    session, so each provider's pool starts, and its batch map runs, once. It asks for its
+    server first, so that it is closed before the server stops."""
+
+    @pytest.fixture(scope="session", name=_fixture_name(case))
+    def provider_battery(request):
+        live = case
+        if case.server is not None:  # a local server speaking the provider's API
+            server = request.getfixturevalue(case.server)
+            live = dataclasses.replace(case, options={
+                **case.options, "api_key": server.api_key, "api_url": server.url})
+        reason = live.unavailable()
+        if reason is not None:
+            pytest.skip(f"provider unavailable: {reason}")
+        ledger_dir = tempfile.mkdtemp(prefix="deepgym-security-ledger-")
+        runner = Battery(live, ledger_dir)
+        runner.batch_attacks = request.config.stash.get(BATCH_ATTACKS, {}).get(case.label, [])
+        try:
+            yield runner
+        finally:
+            runner.close()
+            shutil.rmtree(ledger_dir, ignore_errors=True)
+
+    return provider_battery
+
+
+for _case in PROVIDERS:
+    globals()[_fixture_name(_case)] = _provider_battery(_case)
+
+
 @pytest.fixture(scope="session", params=PROVIDERS, ids=[case.label for case in PROVIDERS])
 def battery(request):
     """The battery's client for one provider, shared by every attack of the session."""
-    case = request.param
-    if case.server is not None:  # a local server speaking the provider's API
-        server = request.getfixturevalue(case.server)
-        case = dataclasses.replace(case, options={**case.options, "api_key": server.api_key,
-                                                  "api_url": server.url})
-    reason = case.unavailable()
-    if reason is not None:
-        pytest.skip(f"provider unavailable: {reason}")
-    ledger_dir = tempfile.mkdtemp(prefix="deepgym-security-ledger-")
-    runner = Battery(case, ledger_dir)
-    runner.batch_attacks = request.config.stash.get(BATCH_ATTACKS, {}).get(case.label, [])
-    try:
-        yield runner
-    finally:
-        runner.close()
-        shutil.rmtree(ledger_dir, ignore_errors=True)
+    return request.getfixturevalue(_fixture_name(request.param))
 
 
 def _battery_case_and_attack(item):
