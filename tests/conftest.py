@@ -38,8 +38,12 @@ if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
 _SLOW_FOLDERS = ("e2e", "security", "faults")
 
 
+@pytest.hookimpl(tryfirst=True)  # before xdist's own hook reads the groups
 def pytest_collection_modifyitems(config, items):
-    grouped = config.getoption("dist", "no") == "loadgroup"  # xdist's groups are asked for
+    # xdist's groups are asked for: on the controller, `--dist loadgroup`; in a worker (whose
+    # `dist` xdist resets to "no"), its `loadgroup` option
+    grouped = config.getoption("dist", "no") == "loadgroup" \
+        or getattr(config.option, "loadgroup", False)
     for item in items:
         parts = item.path.relative_to(config.rootpath).parts
         if (len(parts) > 2 and parts[0] == "tests" and parts[1] in _SLOW_FOLDERS) \
