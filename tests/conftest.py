@@ -63,19 +63,19 @@ _MENTIONS_DOCKER: dict[str, bool] = {}
 
 
 def worker_group(item) -> str:
-    """The xdist group of ``item``: "docker-engine" for anything that may touch the engine
-    (named so, using a docker fixture, or a module that mentions it), "security-<provider>"
-    for an attack of the battery, else its module."""
+    """The xdist group of ``item``: for an attack of the security battery, its provider's
+    ("docker-engine" for Docker's); "docker-engine" for anything else that may touch the engine
+    (named so, using a docker fixture, or a module that mentions it); else its module."""
+    callspec = getattr(item, "callspec", None)
+    case = callspec.params.get("battery") if callspec is not None else None
+    if case is not None:  # the security battery: one provider's client and pool per worker
+        return "docker-engine" if case.mode == "docker" else f"security-{case.label}"
     module = str(item.path)
     if module not in _MENTIONS_DOCKER:
         _MENTIONS_DOCKER[module] = "docker" in item.path.read_text().lower()
     if _MENTIONS_DOCKER[module] or "docker" in item.nodeid.lower() \
             or any("docker" in name for name in item.fixturenames):
         return "docker-engine"
-    callspec = getattr(item, "callspec", None)
-    case = callspec.params.get("battery") if callspec is not None else None
-    if case is not None:  # the security battery: one provider's client and pool per worker
-        return f"security-{case.label}"
     return item.nodeid.split("::")[0]
 
 
