@@ -7,9 +7,11 @@ watchdog first. Every process the command starts from then on inherits an enviro
 variable naming this command (``DEEPGYM_REAPER_TAG``); when the command ends, however it ends,
 the watchdog sees its pipe close and SIGKILLs every process that carries the tag, until none is
 left. Ray's agents rewrite their process title over their environment (``setproctitle``), so
-the tag cannot be read there; they are found instead by the files they hold open in the
-session directory of a Ray this command started (Ray names it after the starting process's
-pid and the time; an older session of a reused pid is not ours). Processes of a cluster the
+the tag cannot be read there; they are found instead by the log files they hold open for
+writing in the session directory of a Ray this command started (Ray names it after the starting
+process's pid and the time; an older session of a reused pid is not ours), and by having started
+after the command. Whoever only reads or walks that directory (``rm -r`` of a temp dir, the
+script that ran the command) is not Ray's and is left alone. Processes of a cluster the
 command only joined carry neither, so they are left alone. The watchdog holds none of the
 command's descriptors: a socket or pipe the command's helpers watch for its end (the local
 sandbox's zygote, fork server and janitor) ends with the command, not with the watchdog.
@@ -63,22 +65,54 @@ _SESSION = re.compile(r"/session_(\d{4}-\d\d-\d\d_\d\d-\d\d-\d\d_\d+)_(\d+)(?:/|
 
 
 def session_processes(starter: int, since: float) -> list[int]:
-    """Pids of the processes holding a file open in a Ray session directory that process
-    ``starter`` made at ``since`` (a Unix time) or later."""
+    """Pids of the processes started at ``since`` (a Unix time) or later that hold a file open
+    for writing in a Ray session directory that process ``starter`` made since then: Ray's own
+    processes write their logs there. A process that only reads or walks the directory (``rm
+    -r`` of the temp dir, a ``tail`` of a log, the script that ran the command) is not Ray's."""
     me, found = os.getpid(), []
+    booted = _boot_time()
     for name in os.listdir("/proc"):
         if not name.isdigit() or int(name) == me:
             continue
         try:
-            links = [os.readlink(f"/proc/{name}/fd/{fd}") for fd in os.listdir(f"/proc/{name}/fd")]
-        except OSError:  # gone (or a descriptor closed meanwhile: the next pass sees it)
+            if booted is not None and _started_at(name, booted) < since - 1:
+                continue
+            for fd in os.listdir(f"/proc/{name}/fd"):
+                match = _SESSION.search(os.readlink(f"/proc/{name}/fd/{fd}"))
+                if match and int(match[2]) == starter and _made_since(match[1], since) \
+                        and _writes(name, fd):
+                    found.append(int(name))
+                    break
+        except (OSError, ValueError):  # gone, or a descriptor closed meanwhile: the next pass
             continue
-        for link in links:
-            match = _SESSION.search(link)
-            if match and int(match[2]) == starter and _made_since(match[1], since):
-                found.append(int(name))
-                break
     return found
+
+
+def _boot_time() -> float | None:
+    try:
+        with open("/proc/stat") as handle:
+            for line in handle:
+                if line.startswith("btime "):
+                    return float(line.split()[1])
+    except OSError:
+        pass
+    return None
+
+
+def _started_at(pid: str, booted: float) -> float:
+    """The Unix time process ``pid`` started (its stat's starttime, in clock ticks)."""
+    with open(f"/proc/{pid}/stat") as handle:
+        ticks = int(handle.read().rsplit(")", 1)[1].split()[19])
+    return booted + ticks / os.sysconf("SC_CLK_TCK")
+
+
+def _writes(pid: str, fd: str) -> bool:
+    """Whether descriptor ``fd`` of ``pid`` is open for writing."""
+    with open(f"/proc/{pid}/fdinfo/{fd}") as handle:
+        for line in handle:
+            if line.startswith("flags:"):
+                return int(line.split()[1], 8) & os.O_ACCMODE != os.O_RDONLY
+    return False
 
 
 def _made_since(stamp: str, since: float) -> bool:

@@ -94,3 +94,45 @@ def test_the_watchdog_holds_none_of_the_commands_stdio():
                           stdin=subprocess.PIPE, timeout=60)
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == ["/dev/null"] * 3, done.stdout
+
+
+HOLD = """
+import os, sys, time
+path, mode = sys.argv[1], sys.argv[2]
+if mode == "write":
+    held = [open(path, "a")]
+else:  # a walker and a reader: a directory descriptor (as rmtree holds), the log read-only
+    held = [os.open(os.path.dirname(path), os.O_RDONLY | os.O_DIRECTORY), open(path)]
+print("ready", flush=True)
+time.sleep(60)
+"""
+
+
+def _holding(path, mode: str) -> subprocess.Popen:
+    proc = subprocess.Popen([sys.executable, "-c", HOLD, str(path), mode],
+                            stdout=subprocess.PIPE, text=True)
+    assert proc.stdout.readline().strip() == "ready"
+    return proc
+
+
+def test_only_the_sessions_writers_started_since_the_command_count_as_its_ray(tmp_path):
+    # A Ray session directory named for a command (pid 4242, made now); Ray's processes write
+    # their logs in it. A process that only walks or reads it (``rm -r`` of the temp dir, the
+    # script that ran the command and cleans up after it) must never be taken for Ray's.
+    from deepgym_ray.pool.reaper import session_processes
+
+    since = time.time()
+    stamp = time.strftime("%Y-%m-%d_%H-%M-%S", time.localtime(since + 1)) + "_123456"
+    log = tmp_path / f"session_{stamp}_4242" / "logs" / "raylet.out"
+    log.parent.mkdir(parents=True)
+    log.write_text("")
+    writer, walker = _holding(log, "write"), _holding(log, "walk")
+    try:
+        found = session_processes(4242, since)
+        assert writer.pid in found and walker.pid not in found, found
+        # processes older than the command, holding the same files, are not its Ray either
+        assert session_processes(4242, time.time() + 30) == []
+    finally:
+        for proc in (writer, walker):
+            proc.kill()
+            proc.wait()
