@@ -103,7 +103,11 @@ def read_report(junit: Path) -> list[Row]:
         folder_name = classname.split(".")[-2] if classname.count(".") >= 2 else ""
         if module == "test_harness_checks" or folder_name not in ("security", "faults"):
             continue  # the harness's own tests, the rest of the suite, pytest's own records
-        name = case.get("name", "")
+        # pytest-xdist's --dist loadgroup appends the test's group to its id: "...@group"
+        raw = case.get("name", "")
+        name, _, group = raw.rpartition("@")
+        if not name or "]" in group:  # no group: an "@" of the test's own parameters
+            name = raw
         base, _, param = name.partition("[")
         param = param.rstrip("]")
         kind = "attack" if folder_name == "security" else "fault"
@@ -153,7 +157,8 @@ def render(rows: list[Row], junit_source: str) -> str:
         f"Python {platform.python_version()}), from {junit_source}.",
         "",
         "Each attack (`tests/security/test_<name>.py`) runs against each provider twice: alone "
-        "(`DeepGym.run`) and in a `run_batch` on the Ray pool between right answers. It is "
+        "(`DeepGym.run`) and in a batch on the Ray pool between right answers (one pool map "
+        "carries every attack's batch of a provider). It is "
         "**held** when both ended as a judged 0 (or, for a neighbour attack, the innocent "
         "right answer still scored 1.0), every right answer beside it scored 1.0, and the host "
         "was clean (no process of the run's sandbox uid, none of its directories, none of the "
