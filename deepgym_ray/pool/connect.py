@@ -265,5 +265,26 @@ def _init(ray: Any, address: str | None, init_kwargs: dict[str, Any]) -> None:
             "ignore_reinit_error": True,
         }
         options.update(init_kwargs)
-        with _ray_start_chatter_to_our_log():
-            ray.init(**options)
+        _start_local(ray, options)
+
+
+# Ray gives a starting node's raylet a fixed 30 s to register with the GCS (not configurable);
+# on a machine whose cores are all busy that was seen to run out. A second start, once the
+# first one's processes are gone, then found the machine ready.
+LOCAL_START_TRIES = 2
+
+
+def _start_local(ray: Any, options: dict[str, Any]) -> None:
+    """``ray.init(**options)`` for a local instance, started again once when Ray gave up
+    waiting for its own raylet."""
+    for attempt in range(1, LOCAL_START_TRIES + 1):
+        try:
+            with _ray_start_chatter_to_our_log():
+                ray.init(**options)
+            return
+        except Exception as exc:
+            if "timed out during startup" not in str(exc) or attempt == LOCAL_START_TRIES:
+                raise
+            logger.warning("the local Ray instance did not start in time (%s); starting it "
+                           "again", exc)
+            ray.shutdown()
