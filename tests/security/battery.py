@@ -247,15 +247,14 @@ class Battery:
     def _host_of(self, start: int, attack: Attack, when: str) -> list[str]:
         return self._host(start, attack, when, self._own_entries(start, attack))
 
-    def _clean(self, start: int, attack: Attack) -> None:
-        self.case.clean_up(self._own_entries(start, attack))
+    def _clean(self, start: int, attack: Attack,
+               entries: list[dict[str, Any]] | None = None) -> None:
+        """Remove what the attack's runs left (``entries``: default, its own since ``start``)."""
+        self.case.clean_up(self._own_entries(start, attack) if entries is None else entries)
         for path in attack.drop_paths():
             if os.path.lexists(path):
                 remove_tree(path)
 
     def _finish(self, start: int, attack: Attack, problems: list[str]) -> None:
-        self.case.clean_up(read_ledger(self.ledger, start))
-        for path in attack.drop_paths():
-            if os.path.lexists(path):
-                remove_tree(path)
+        self._clean(start, attack, read_ledger(self.ledger, start))
         assert not problems, f"attack {attack.name!r} succeeded:\n  " + "\n  ".join(problems)
