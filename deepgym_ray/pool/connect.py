@@ -270,14 +270,15 @@ def _init(ray: Any, address: str | None, init_kwargs: dict[str, Any]) -> None:
 
 # Ray gives a starting node's raylet a fixed 30 s to register with the GCS (not configurable);
 # on a machine whose cores are all busy that was seen to run out. A second start, once the
-# first one's processes are gone, then found the machine ready.
-LOCAL_START_TRIES = 2
+# first one's processes are gone, then found the machine ready (a third is cheap insurance).
+LOCAL_START_TRIES = 3
 
 
 def _start_local(ray: Any, options: dict[str, Any]) -> None:
     """``ray.init(**options)`` for a local instance, started again once when Ray gave up
     waiting for its own raylet."""
     for attempt in range(1, LOCAL_START_TRIES + 1):
+        before = _children(os.getpid())
         try:
             with _ray_start_chatter_to_our_log():
                 ray.init(**options)
@@ -288,3 +289,47 @@ def _start_local(ray: Any, options: dict[str, Any]) -> None:
             logger.warning("the local Ray instance did not start in time (%s); starting it "
                            "again", exc)
             ray.shutdown()
+            # Ray's shutdown knows nothing of a node that never finished starting: its GCS,
+            # raylet and agents would run on beside the next one, loading the machine that
+            # was already too busy.
+            _kill_trees(_children(os.getpid()) - before)
+
+
+def _parents() -> dict[int, int]:
+    """Every live process's parent, from /proc (empty where there is no /proc)."""
+    parents = {}
+    with contextlib.suppress(OSError):
+        for entry in filter(str.isdigit, os.listdir("/proc")):
+            with contextlib.suppress(OSError, ValueError, IndexError):
+                with open(f"/proc/{entry}/stat", "rb") as handle:
+                    # After the command's closing parenthesis: state, then the parent's pid.
+                    parents[int(entry)] = int(handle.read().rsplit(b")", 1)[1].split()[1])
+    return parents
+
+
+def _children(pid: int) -> set[int]:
+    return {child for child, parent in _parents().items() if parent == pid}
+
+
+def _kill_trees(roots: set[int], wait: float = 10.0) -> None:
+    """SIGKILL ``roots`` (our children) and all their descendants, then reap the roots."""
+    parents, doomed, todo = _parents(), set(), list(roots)
+    while todo:
+        pid = todo.pop()
+        doomed.add(pid)
+        todo.extend(child for child, parent in parents.items()
+                    if parent == pid and child not in doomed)
+    for pid in doomed:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(pid, signal.SIGKILL)
+    deadline = time.monotonic() + wait
+    left = set(roots)
+    while left and time.monotonic() < deadline:
+        for pid in list(left):
+            try:
+                if os.waitpid(pid, os.WNOHANG)[0] == pid:
+                    left.discard(pid)
+            except ChildProcessError:  # reaped elsewhere (Ray's Popen objects)
+                left.discard(pid)
+        if left:
+            time.sleep(0.05)

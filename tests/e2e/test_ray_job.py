@@ -121,19 +121,44 @@ def ray_head():
         shutil.rmtree(temp_dir, ignore_errors=True)
 
 
+def _ray_job(url: str, env: dict, *args: str) -> subprocess.CompletedProcess:
+    ray_bin = str(Path(sys.executable).with_name("ray"))
+    command, *rest = args
+    return subprocess.run([ray_bin, "job", command, "--address", url, *rest], env=env,
+                          capture_output=True, text=True, timeout=120)
+
+
+def _wait_for_job(url: str, env: dict, job_id: str, seconds: float = 900) -> str:
+    """The job's final status line, asked for every second: short requests instead of one
+    long-lived log stream, which a job server on a busy machine was seen to drop
+    (ServerDisconnectedError) while the job itself ran on."""
+    deadline = time.monotonic() + seconds
+    while True:
+        status = _ray_job(url, env, "status", job_id)
+        said = status.stdout + status.stderr
+        if status.returncode == 0 and any(word in said for word in
+                                          ("succeeded", "failed", "stopped")):
+            return said
+        assert time.monotonic() < deadline, said
+        time.sleep(1)
+
+
 def test_eval_as_a_ray_job(ray_head, tmp_path):
     url, env, gcs = ray_head
     out_file = tmp_path / "humaneval.jsonl"
-    submit = [
-        str(Path(sys.executable).with_name("ray")), "job", "submit", "--address", url, "--",
+    job_id = f"deepgym-eval-{secrets.token_hex(4)}"
+    submit = _ray_job(
+        url, env, "submit", "--no-wait", "--submission-id", job_id, "--",
         "deepgym-ray", "eval", "humaneval", "--reference", "--limit", str(TASKS),
         "--config", str(ROOT / "configs" / "local.yaml"), "--max-parallel", "4",
         "--no-progress", "--out", str(out_file), "-v",
-    ]
-    job = subprocess.run(submit, env=env, capture_output=True, text=True, timeout=900)
-    logs = job.stdout + job.stderr
-    assert job.returncode == 0, logs
-    assert "succeeded" in logs
+    )
+    assert submit.returncode == 0, submit.stdout + submit.stderr
+    status = _wait_for_job(url, env, job_id)
+    job_logs = _ray_job(url, env, "logs", job_id)
+    logs = status + job_logs.stdout + job_logs.stderr
+    assert job_logs.returncode == 0, logs
+    assert f"Job '{job_id}' succeeded" in status, logs
     # The driver joined the job's cluster instead of starting its own (said at INFO: -v).
     assert f"joining the Ray cluster at {gcs}" in logs
     assert f"Runs: {TASKS} (judged {TASKS}, no verdict 0)" in logs

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import pytest
 
 from deepgym_ray.pool import connect
@@ -42,3 +45,48 @@ def test_a_second_give_up_and_any_other_error_are_raised():
     with pytest.raises(ValueError, match="bad option"):
         connect._start_local(other, {"address": "local"})
     assert other.calls == ["init"]
+
+
+class LeavingProcesses(StartingRay):
+    """A start that gives up after starting processes (Ray's GCS, raylet, and their own
+    children), as a node that never finished starting leaves them."""
+
+    def __init__(self, *failures: Exception) -> None:
+        super().__init__(*failures)
+        self.started: list[subprocess.Popen] = []
+        self.grandchildren: list[int] = []
+
+    def init(self, **options):
+        if self.failures:  # a child that has a child of its own, both running on
+            self.started.append(subprocess.Popen(
+                [sys.executable, "-c", "import subprocess, sys, time\n"
+                 "child = subprocess.Popen([sys.executable, '-c', 'import time; "
+                 "time.sleep(600)'])\nprint(child.pid, flush=True)\ntime.sleep(600)"],
+                stdout=subprocess.PIPE, text=True))
+            self.grandchildren.append(int(self.started[-1].stdout.readline()))
+        super().init(**options)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as handle:
+            return handle.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+def test_what_a_given_up_start_left_running_is_killed_before_the_next():
+    ray = LeavingProcesses(GAVE_UP)
+    unrelated = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
+    try:
+        connect._start_local(ray, {"address": "local"})
+        assert ray.calls == ["init", "shutdown", "init"]
+        (leader,), (grandchild,) = ray.started, ray.grandchildren
+        assert not _alive(leader.pid) and not _alive(grandchild)
+        assert unrelated.poll() is None  # started before the attempt: not Ray's, left alone
+    finally:
+        unrelated.kill()
+        unrelated.wait()
+        for proc in ray.started:
+            proc.kill()
+            proc.wait()
