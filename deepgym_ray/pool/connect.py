@@ -192,6 +192,33 @@ def _auth_hint(exc: BaseException, address: str | None = None) -> ClusterConnect
         "(Ray logs InvalidAuthToken), this process lacks its token: " + _TOKEN_HELP)
 
 
+def _token_refused(address: str, timeout: float = 5.0) -> bool:
+    """Whether the cluster's GCS at ``address`` refuses this process's credentials, asked once
+    as Ray's own clients ask (its interceptor adds the token when this process has one).
+    False whenever that cannot be told: ray.init then has its say."""
+    host, _, port = address.rpartition(":")
+    if not host or not port.isdigit():
+        return False
+    try:
+        import grpc
+        from ray._private.authentication.grpc_authentication_client_interceptor import (
+            SyncAuthenticationMetadataClientInterceptor,
+        )
+        from ray.core.generated import gcs_service_pb2, gcs_service_pb2_grpc
+    except ImportError:  # another Ray version: no early answer
+        return False
+    try:
+        with grpc.insecure_channel(address) as channel:
+            stub = gcs_service_pb2_grpc.NodeInfoGcsServiceStub(grpc.intercept_channel(
+                channel, SyncAuthenticationMetadataClientInterceptor()))
+            stub.GetClusterId(gcs_service_pb2.GetClusterIdRequest(), timeout=timeout)
+    except grpc.RpcError as exc:
+        return exc.code() == grpc.StatusCode.UNAUTHENTICATED
+    except Exception:  # noqa: BLE001 - a probe that broke says nothing about the token
+        return False
+    return False
+
+
 def started_here() -> bool:
     """Whether this process started the Ray instance it is connected to (an embedded one,
     which ends with it), rather than joined a cluster that outlives it. Read from Ray's node
@@ -245,6 +272,10 @@ def _init(ray: Any, address: str | None, init_kwargs: dict[str, Any]) -> None:
         if explicit is not None:
             timeout = float(os.environ.get("DEEPGYM_RAY_CONNECT_TIMEOUT", CONNECT_TIMEOUT))
             _check_reachable(target, timeout)
+        if _token_refused(target):  # Ray itself would retry for 20 s before saying less
+            raise ClusterConnectionError(
+                f"the Ray cluster at {target} refused this process's authentication: it runs "
+                "with token authentication. " + _TOKEN_HELP)
         logger.info("joining the Ray cluster at %s", target)
         try:
             with _ray_start_chatter_to_our_log():

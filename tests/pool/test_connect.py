@@ -30,17 +30,17 @@ class StartingRay:
         self.calls.append("shutdown")
 
 
-def test_a_local_start_that_ray_gave_up_on_is_tried_again_once():
+def test_a_local_start_that_ray_gave_up_on_is_tried_again():
     ray = StartingRay(GAVE_UP)
     connect._start_local(ray, {"address": "local"})
     assert ray.calls == ["init", "shutdown", "init"]
 
 
-def test_a_second_give_up_and_any_other_error_are_raised():
-    ray = StartingRay(GAVE_UP, GAVE_UP)
+def test_the_last_give_up_and_any_other_error_are_raised():
+    ray = StartingRay(*[GAVE_UP] * connect.LOCAL_START_TRIES)
     with pytest.raises(Exception, match="timed out during startup"):
         connect._start_local(ray, {"address": "local"})
-    assert ray.calls == ["init", "shutdown", "init"]
+    assert ray.calls == ["init", "shutdown"] * (connect.LOCAL_START_TRIES - 1) + ["init"]
     other = StartingRay(ValueError("bad option"))
     with pytest.raises(ValueError, match="bad option"):
         connect._start_local(other, {"address": "local"})
