@@ -95,6 +95,7 @@ def _judge_files() -> dict[str, bytes]:
     files = sandbox_judge_files()
     files[_ZYGOTE] = (Path(judge_package.__file__).parent / _ZYGOTE).read_bytes()
     files["deepgym_agent_cleanup.py"] = (here / "cleanup.py").read_bytes()
+    files["deepgym_agent_removal.py"] = (here.parent / "removal.py").read_bytes()
     files["deepgym_agent_zygote.py"] = (here / "zygote.py").read_bytes()
     return files
 

@@ -12,6 +12,11 @@ import os
 import signal
 import time
 
+try:  # in the container, shipped beside this file as a top-level module
+    from deepgym_agent_removal import remove_tree
+except ImportError:  # on the host
+    from deepgym_ray.sandboxes.removal import remove_tree
+
 CAP_KILL, PR_SET_KEEPCAPS = 5, 8
 
 
@@ -116,30 +121,8 @@ def kill_all(uids, wait=5.0):
 
 
 def remove(path):
-    """Remove ``path`` (never following a symlink); True when it is gone. No recursion: a
-    tree of any depth (a hostile answer makes thousands of levels) is walked with a stack."""
-    stack = [(path, False)]
-    ok = True
-    while stack:
-        current, emptied = stack.pop()
-        try:
-            if emptied or not (os.path.isdir(current) and not os.path.islink(current)):
-                if emptied:
-                    os.rmdir(current)
-                else:
-                    os.unlink(current)
-                continue
-            try:  # a chmod 000 directory would hide its entries
-                os.chmod(current, 0o700)
-            except OSError:
-                pass
-            stack.append((current, True))
-            stack.extend((entry.path, False) for entry in os.scandir(current))
-        except FileNotFoundError:
-            continue
-        except OSError:
-            ok = False
-    return ok and not os.path.lexists(path)
+    """Remove ``path`` (never following a symlink, whatever its depth); True when it is gone."""
+    return remove_tree(path, quiet=True) and not os.path.lexists(path)
 
 
 def empty(directory):

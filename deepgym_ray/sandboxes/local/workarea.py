@@ -11,7 +11,7 @@ The runner's own work directory (the judge's files, the verifier, its tests; nev
 by a solution) goes under a :class:`WorkRoot`: as root a tmpfs of the provider's, mounted once.
 
 :func:`sweep_stale_dirs` removes the directories (and unmounts the mounts) of providers that
-died mid-run, once per process, with :func:`~deepgym_ray.sandboxes.local.removal.remove_tree`, which
+died mid-run, once per process, with :func:`~deepgym_ray.sandboxes.removal.remove_tree`, which
 no tree shape can break.
 
 Example:
@@ -31,7 +31,7 @@ from pathlib import Path, PurePosixPath
 
 from deepgym_ray.sandboxes.local.deepgym_janitor import mounts_under
 from deepgym_ray.sandboxes.local.janitor import release_at_exit
-from deepgym_ray.sandboxes.local.removal import remove_tree
+from deepgym_ray.sandboxes.removal import remove_tree
 
 logger = logging.getLogger(__name__)
 

@@ -17,7 +17,7 @@ from helpers.local_sandbox import RecordingProvider, attack_env, leftovers, own_
 from deepgym_ray.client import DeepGym
 from deepgym_ray.judge.deepgym_proc import kill_uid
 from deepgym_ray.sandboxes.local import workarea
-from deepgym_ray.sandboxes.local.removal import remove_tree
+from deepgym_ray.sandboxes.removal import remove_tree
 
 # At import: a grandchild in its own session that execs an interpreter carrying MARK in its
 # command line and keeps re-forking (each generation a new pid, the parent gone), so that a

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from deepgym_ray.sandboxes.local import LocalProvider, workarea
-from deepgym_ray.sandboxes.local.removal import remove_tree
+from deepgym_ray.sandboxes.removal import remove_tree
 from deepgym_ray.suites import load_environment
 
 
