@@ -84,14 +84,17 @@ class RecordingFactory:
 
 
 def read_ledger(path: str, start: int = 0) -> list[dict[str, Any]]:
-    """The ledger's entries from byte offset ``start`` on."""
+    """The ledger's complete entries from byte offset ``start`` on. An actor may be writing
+    one as it is read (a reader can see part of a write): a last line without its newline is
+    not an entry yet. Every run's entry is complete before the run starts."""
     try:
         with open(path, "rb") as f:
             f.seek(start)
             data = f.read()
     except FileNotFoundError:
         return []
-    return [json.loads(line) for line in data.splitlines() if line.strip()]
+    complete = data[:data.rfind(b"\n") + 1]
+    return [json.loads(line) for line in complete.splitlines() if line.strip()]
 
 
 def uid_processes(uids: set[int]) -> dict[int, list[str]]:
