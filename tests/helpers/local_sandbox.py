@@ -59,3 +59,16 @@ def leftovers(provider: RecordingProvider) -> list[str]:
         found += [f"directory {d}" for d in run["dirs"] if Path(d).exists()]
         found += [f"cgroup {g}" for g in run["cgroups"] if Path(g).exists()]
     return found
+
+
+def deep_tree(root: str | os.PathLike[str], levels: int) -> None:
+    """A chain of ``levels`` directories named ``d`` under ``root`` (made if missing), built
+    from descriptors: no path in it is ever spelled out, however deep."""
+    os.makedirs(root, exist_ok=True)
+    fd = os.open(root, os.O_RDONLY)
+    for _ in range(levels):
+        os.mkdir("d", dir_fd=fd)
+        below = os.open("d", os.O_RDONLY, dir_fd=fd)
+        os.close(fd)
+        fd = below
+    os.close(fd)

@@ -5,19 +5,10 @@ from __future__ import annotations
 
 import os
 
+from helpers.local_sandbox import deep_tree
+
 from deepgym_ray.sandboxes import removal
 from deepgym_ray.sandboxes.docker import cleanup
-
-
-def _deep(root: str, levels: int) -> None:
-    os.makedirs(root)
-    fd = os.open(root, os.O_RDONLY)
-    for _ in range(levels):
-        os.mkdir("d", dir_fd=fd)
-        below = os.open("d", os.O_RDONLY, dir_fd=fd)
-        os.close(fd)
-        fd = below
-    os.close(fd)
 
 
 def _wide(root: str, directories: int) -> None:
@@ -50,7 +41,7 @@ def test_every_entry_is_listed_at_most_twice_whatever_the_shape(tmp_path, monkey
     # is rebuilding each path from the top in a deep one (the Docker agent's old walk: seconds
     # for 1,500 levels, tens of them on a busy machine, past the host's wait for its answer).
     root = str(tmp_path / "tree")
-    _deep(os.path.join(root, "deep"), 1500)
+    deep_tree(os.path.join(root, "deep"), 1500)
     _wide(os.path.join(root, "wide"), 300)
     os.chmod(os.path.join(root, "wide", "w7"), 0)
     entries = 2 + 1500 + 300 * 3
@@ -68,7 +59,7 @@ def test_the_docker_agent_removes_with_the_same_walk(tmp_path):
     outside.mkdir()
     (outside / "keep").write_text("mine")
     root = str(tmp_path / "work")
-    _deep(os.path.join(root, "deep"), 1500)
+    deep_tree(os.path.join(root, "deep"), 1500)
     os.symlink(outside, os.path.join(root, "link"))  # unlinked, never followed
     assert cleanup.remove is not None and cleanup.remove_tree is removal.remove_tree
     assert cleanup.remove(root)

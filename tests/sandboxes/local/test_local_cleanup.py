@@ -12,7 +12,13 @@ from pathlib import Path
 import pytest
 from helpers import TESTS_DIR
 from helpers.judge_probe import processes_with
-from helpers.local_sandbox import RecordingProvider, attack_env, leftovers, own_cgroups
+from helpers.local_sandbox import (
+    RecordingProvider,
+    attack_env,
+    deep_tree,
+    leftovers,
+    own_cgroups,
+)
 
 from deepgym_ray.client import DeepGym
 from deepgym_ray.judge.deepgym_proc import kill_uid
@@ -109,16 +115,6 @@ def test_a_tree_1500_levels_deep_gets_its_zero_and_is_removed(provider, tmpfs):
     assert leftovers(provider) == []
 
 
-def _deep(root: Path, depth: int) -> None:
-    fd = os.open(root, os.O_RDONLY)
-    for _ in range(depth):
-        os.mkdir("d", dir_fd=fd)
-        sub = os.open("d", os.O_RDONLY, dir_fd=fd)
-        os.close(fd)
-        fd = sub
-    os.close(fd)
-
-
 def test_the_startup_sweep_removes_any_tree_shape(monkeypatch, tmp_path):
     outside = tmp_path / "outside"
     outside.mkdir()
@@ -127,7 +123,7 @@ def test_the_startup_sweep_removes_any_tree_shape(monkeypatch, tmp_path):
     temp.mkdir()
     stale = temp / "deepgym-sol-999999999-abc"  # no such pid: its owner died mid-run
     stale.mkdir()
-    _deep(stale, 3000)
+    deep_tree(stale, 3000)
     (stale / "to-outside").symlink_to(outside)
     (stale / "loop").symlink_to(stale)
     (stale / "locked").mkdir()
@@ -146,7 +142,7 @@ def test_remove_tree_never_follows_links_and_needs_no_recursion(tmp_path):
     (target / "keep").write_text("x")
     tree = tmp_path / "tree"
     tree.mkdir()
-    _deep(tree, 5000)
+    deep_tree(tree, 5000)
     (tree / "dirlink").symlink_to(target)
     (tree / "filelink").symlink_to(target / "keep")
     (tree / "wide").mkdir()
