@@ -322,8 +322,9 @@ def _start_local(ray: Any, options: dict[str, Any]) -> None:
             ray.shutdown()
             # Ray's shutdown knows nothing of a node that never finished starting: its GCS,
             # raylet and agents would run on beside the next one, loading the machine that
-            # was already too busy.
-            _kill_trees(_children(os.getpid()) - before)
+            # was already too busy. Only Ray's own: another thread of this process may have
+            # started children of its own meanwhile.
+            _kill_trees({pid for pid in _children(os.getpid()) - before if _runs_ray(pid)})
 
 
 def _parents() -> dict[int, int]:
@@ -340,6 +341,22 @@ def _parents() -> dict[int, int]:
 
 def _children(pid: int) -> set[int]:
     return {child for child, parent in _parents().items() if parent == pid}
+
+
+def _runs_ray(pid: int) -> bool:
+    """Whether ``pid``'s command line names a file of the installed ``ray`` package (Ray
+    starts its GCS, raylet and agents from there)."""
+    import importlib.util
+
+    spec = importlib.util.find_spec("ray")
+    if spec is None or spec.origin is None:
+        return False
+    package = os.path.dirname(spec.origin).encode()
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as handle:
+            return package in handle.read()
+    except OSError:
+        return False
 
 
 def _kill_trees(roots: set[int], wait: float = 10.0) -> None:

@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import importlib.util
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
 from deepgym_ray.pool import connect
 
 # Ray's own words when its raylet did not register within its fixed 30 s (ray/_private/node.py).
+# A command line naming a file of the installed ray package: what Ray's processes have.
+RAY_FILE = str(Path(importlib.util.find_spec("ray").origin).parent / "_private" / "node.py")
 GAVE_UP = Exception("The current node timed out during startup. This could happen because "
                     "some of the raylet failed to startup or the GCS has become overloaded.")
 
@@ -55,15 +59,19 @@ class LeavingProcesses(StartingRay):
         super().__init__(*failures)
         self.started: list[subprocess.Popen] = []
         self.grandchildren: list[int] = []
+        self.others: list[subprocess.Popen] = []
 
     def init(self, **options):
-        if self.failures:  # a child that has a child of its own, both running on
+        if self.failures:  # Ray's child, with a child of its own, both running on
             self.started.append(subprocess.Popen(
                 [sys.executable, "-c", "import subprocess, sys, time\n"
                  "child = subprocess.Popen([sys.executable, '-c', 'import time; "
-                 "time.sleep(600)'])\nprint(child.pid, flush=True)\ntime.sleep(600)"],
-                stdout=subprocess.PIPE, text=True))
+                 "time.sleep(600)'])\nprint(child.pid, flush=True)\ntime.sleep(600)",
+                 RAY_FILE], stdout=subprocess.PIPE, text=True))
             self.grandchildren.append(int(self.started[-1].stdout.readline()))
+            # and a child another thread of the process started meanwhile: not Ray's
+            self.others.append(subprocess.Popen(
+                [sys.executable, "-c", "import time; time.sleep(600)"]))
         super().init(**options)
 
 
@@ -84,9 +92,10 @@ def test_what_a_given_up_start_left_running_is_killed_before_the_next():
         (leader,), (grandchild,) = ray.started, ray.grandchildren
         assert not _alive(leader.pid) and not _alive(grandchild)
         assert unrelated.poll() is None  # started before the attempt: not Ray's, left alone
+        assert all(other.poll() is None for other in ray.others)  # not Ray's: left alone
     finally:
         unrelated.kill()
         unrelated.wait()
-        for proc in ray.started:
+        for proc in [*ray.started, *ray.others]:
             proc.kill()
             proc.wait()
