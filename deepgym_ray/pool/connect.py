@@ -30,6 +30,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from deepgym_ray.exceptions import DeepGymError
+from deepgym_ray.judge.deepgym_proc import parent_of
 
 __all__ = ["ClusterConnectionError", "auto_backend", "cluster_address", "ensure_ray",
            "running_cluster", "started_here"]
@@ -329,14 +330,12 @@ def _start_local(ray: Any, options: dict[str, Any]) -> None:
 
 def _parents() -> dict[int, int]:
     """Every live process's parent, from /proc (empty where there is no /proc)."""
-    parents = {}
-    with contextlib.suppress(OSError):
-        for entry in filter(str.isdigit, os.listdir("/proc")):
-            with contextlib.suppress(OSError, ValueError, IndexError):
-                with open(f"/proc/{entry}/stat", "rb") as handle:
-                    # After the command's closing parenthesis: state, then the parent's pid.
-                    parents[int(entry)] = int(handle.read().rsplit(b")", 1)[1].split()[1])
-    return parents
+    try:
+        pids = [int(entry) for entry in os.listdir("/proc") if entry.isdigit()]
+    except OSError:
+        return {}
+    parents = {pid: parent_of(pid) for pid in pids}
+    return {pid: parent for pid, parent in parents.items() if parent is not None}
 
 
 def _children(pid: int) -> set[int]:
@@ -360,7 +359,8 @@ def _runs_ray(pid: int) -> bool:
 
 
 def _kill_trees(roots: set[int], wait: float = 10.0) -> None:
-    """SIGKILL ``roots`` (our children) and all their descendants, then reap the roots."""
+    """SIGKILL ``roots`` (our children) and all their descendants; return once every one of
+    them is gone (the roots reaped here), or after ``wait`` seconds."""
     parents, doomed, todo = _parents(), set(), list(roots)
     while todo:
         pid = todo.pop()
@@ -371,13 +371,23 @@ def _kill_trees(roots: set[int], wait: float = 10.0) -> None:
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.kill(pid, signal.SIGKILL)
     deadline = time.monotonic() + wait
-    left = set(roots)
-    while left and time.monotonic() < deadline:
-        for pid in list(left):
-            try:
-                if os.waitpid(pid, os.WNOHANG)[0] == pid:
-                    left.discard(pid)
-            except ChildProcessError:  # reaped elsewhere (Ray's Popen objects)
-                left.discard(pid)
-        if left:
+    while doomed and time.monotonic() < deadline:
+        for pid in list(doomed):
+            if pid in roots:
+                with contextlib.suppress(ChildProcessError):  # else reaped by Ray's Popen
+                    if os.waitpid(pid, os.WNOHANG)[0] != pid:
+                        continue
+            elif _running(pid):  # a killed process takes a moment to exit
+                continue
+            doomed.discard(pid)
+        if doomed:
             time.sleep(0.05)
+
+
+def _running(pid: int) -> bool:
+    """Whether ``pid`` exists and has not exited (a zombie has)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as handle:
+            return handle.read().rsplit(b")", 1)[1].split()[0] != b"Z"
+    except (OSError, IndexError):
+        return False

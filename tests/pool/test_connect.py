@@ -75,14 +75,6 @@ class LeavingProcesses(StartingRay):
         super().init(**options)
 
 
-def _alive(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat") as handle:
-            return handle.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except FileNotFoundError:
-        return False
-
-
 def test_what_a_given_up_start_left_running_is_killed_before_the_next():
     ray = LeavingProcesses(GAVE_UP)
     unrelated = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
@@ -90,7 +82,7 @@ def test_what_a_given_up_start_left_running_is_killed_before_the_next():
         connect._start_local(ray, {"address": "local"})
         assert ray.calls == ["init", "shutdown", "init"]
         (leader,), (grandchild,) = ray.started, ray.grandchildren
-        assert not _alive(leader.pid) and not _alive(grandchild)
+        assert not connect._running(leader.pid) and not connect._running(grandchild)
         assert unrelated.poll() is None  # started before the attempt: not Ray's, left alone
         assert all(other.poll() is None for other in ray.others)  # not Ray's: left alone
     finally:
