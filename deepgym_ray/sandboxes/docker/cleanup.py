@@ -122,7 +122,7 @@ def kill_all(uids, wait=5.0):
 
 def remove(path):
     """Remove ``path`` (never following a symlink, whatever its depth); True when it is gone."""
-    return remove_tree(path, quiet=True) and not os.path.lexists(path)
+    return remove_tree(path, quiet=True)
 
 
 def empty(directory):
