@@ -2,7 +2,7 @@
 limits of one request.
 
 A request's limit is counted in the CPU time of the solution process *and every process it
-started*, in one of three ways (:class:`CpuGroup`, :class:`CpuClock`):
+started*, in one of three ways (:class:`CpuClock`; the groups are ``deepgym_cgroup``'s):
 
 - where the provider gives the run a CPU-accounting cgroup (``cpuacct.usage`` in cgroup v1,
   ``cpu.stat``'s ``usage_usec`` in v2; the local and Daytona providers), each solution process
@@ -26,12 +26,17 @@ allowed. A neighbour's load does not turn a right answer into a timeout: an answ
 without computing (sleeps, blocks, stops itself) is ended by a wall-clock bound of
 :data:`WALL_FACTOR` times the limit, from which the time the solution spent ready to run but
 waiting for a CPU (``/proc/<pid>/schedstat``) is left out: it is the machine's load, not the
-answer's doing. However starved, no request outlasts a
-third of what is left of the run's own time limit (the runner's interval timer), so an answer
-that keeps timing out fails its cases instead of the whole run. A reply already waiting when a
-limit is checked counts as in time if its CPU time is within the limit: a verifier that was
-itself starved and looked late does not fail it. Where the CPU time cannot be read at all, the
-limit is wall-clock.
+answer's doing. No request outlasts a third of what is left of the run's own time limit, so an
+answer that keeps timing out fails its cases instead of the whole run.
+
+The run's time limit (:class:`RunTimer`, on the runner's interval timer) is counted the same
+way: wall-clock time less the time the runner's main thread and the solution processes of its
+requests waited for a CPU, so a neighbour's load does not run out a right answer's time either;
+however starved, a run ends at a bound on all of its wall-clock time (the host's choice).
+
+A reply already waiting when a limit is checked counts as in time if its CPU time is within the
+limit: a verifier that was itself starved and looked late does not fail it. Where the CPU time
+cannot be read at all, the limit is wall-clock.
 
 Example:
     deadline = Deadline(CpuClock(proc.pid, group), 0.5, TimeoutError)
@@ -45,130 +50,15 @@ import select
 import signal
 import time
 
-__all__ = ["STARVED_FACTOR", "WALL_FACTOR", "CpuClock", "CpuGroup", "Deadline"]
+from deepgym_cgroup import accounts
+
+__all__ = ["STARVED_FACTOR", "WALL_FACTOR", "CpuClock", "Deadline", "RunTimer"]
 
 WALL_FACTOR = 10  # wall-clock bound of a request, in multiples of its (CPU) limit
 STARVED_FACTOR = 100  # with no run timer, the most wall-clock time a request may take, ditto
 _POLL = 0.1  # seconds between readings once a request has run its limit in wall time
 _TICK = os.sysconf("SC_CLK_TCK")
-_V1, _V2 = "cpuacct.usage", "cpu.stat"  # a group's CPU in ns (v1), usage_usec line (v2)
-_MADE = [0]  # groups this process made (their names must not repeat)
-
-
-def _accounts(directory, versions=(_V1, _V2)):
-    """The file in which the cgroup ``directory`` counts its CPU, or None."""
-    for name in versions:
-        path = os.path.join(directory, name)
-        if name == _V1:
-            if os.path.isfile(path):
-                return path
-            continue
-        try:  # v1's cpu controller has a cpu.stat too, without usage_usec
-            with open(path, "rb") as f:
-                if f.read(11) == b"usage_usec ":
-                    return path
-        except OSError:
-            pass
-    return None
-
-
-class CpuGroup:
-    """One solution process's own cgroup, below the run's CPU-accounting group: it and every
-    process it starts are counted (:class:`CpuClock`) and killed (:meth:`kill`) together.
-    ``whole``: the sandbox's own group instead, read-only and shared with the runner (its CPU
-    is left out of the count), never killed."""
-
-    def __init__(self, path, whole=False):
-        self.path, self.whole = path, whole
-        self.procs = os.path.join(path, "cgroup.procs")
-        # For a whole group: () -> (solution processes started, live ones) in the run.
-        self.census = None
-
-    @classmethod
-    def split(cls, procs_files, whole=()):
-        """``(files, group)`` for the run's ``cgroup.procs`` files: the run's CPU-accounting
-        group is replaced by a new group of its own below it. Where there is none (or it cannot
-        be made: then the process joins the run's groups as they are), the first of the
-        sandbox's groups ``whole`` that counts CPU, or None."""
-        files = list(procs_files or ())
-        for version in (_V1, _V2):  # v1's file first (a stat each); v2's read only if none
-            for at, procs in enumerate(files):
-                parent = os.path.dirname(procs)
-                if _accounts(parent, (version,)) is None:
-                    continue
-                _MADE[0] += 1
-                path = os.path.join(parent, f"s{os.getpid()}-{_MADE[0]}")
-                try:
-                    os.mkdir(path, 0o755)  # root's, like the run's: the solution cannot write it
-                except OSError:
-                    return files, None
-                group = cls(path)
-                files[at] = group.procs
-                return files, group
-        for path in whole or ():
-            if _accounts(path) is not None:
-                return files, cls(path, whole=True)
-        return files, None
-
-    def members(self):
-        try:
-            with open(self.procs, "rb") as f:
-                return [int(pid) for pid in f.read().split()]
-        except (OSError, ValueError):
-            return []
-
-    def kill(self, wait=5.0):
-        """SIGKILL every process in the group until none is left; True once empty (at most
-        ``wait`` seconds). cgroup v2's ``cgroup.kill`` does it at once; in v1 the members are
-        listed and killed until the list is empty (a fork in between is caught by the next
-        round, and the run's process limit bounds the rounds); then until they are reaped.
-        Never for a ``whole`` group."""
-        if self.whole:
-            return False
-        seen = set(self.members())
-        try:
-            fd = os.open(os.path.join(self.path, "cgroup.kill"), os.O_WRONLY | os.O_CLOEXEC)
-            try:
-                os.write(fd, b"1")
-            finally:
-                os.close(fd)
-        except OSError:
-            pass
-        deadline = time.monotonic() + wait
-        while True:
-            pids = self.members()
-            if not pids:
-                return self._reaped(seen, deadline)
-            if time.monotonic() > deadline:
-                return False
-            seen.update(pids)
-            for pid in pids:
-                try:
-                    os.kill(pid, signal.SIGKILL)
-                except OSError:
-                    pass
-            time.sleep(0.001)
-
-    @staticmethod
-    def _reaped(pids, deadline):
-        """Wait (to ``deadline``) until the killed ``pids`` are reaped, not just dead: an
-        orphan's zombie waits for the sandbox's init, and until then it still answers a
-        signal as if alive."""
-        for pid in pids:
-            while os.path.exists(f"/proc/{pid}"):
-                if time.monotonic() > deadline:
-                    return True  # dead all the same: the group is empty
-                time.sleep(0.001)
-        return True
-
-    def remove(self):
-        """Remove the group (once empty; the provider removes what is left with the run's)."""
-        if self.whole:
-            return
-        try:
-            os.rmdir(self.path)
-        except OSError:
-            pass
+_RUN = []  # the run's RunTimer while it runs (one per runner process)
 
 
 class CpuClock:
@@ -191,11 +81,11 @@ class CpuClock:
                 self.fds[name] = os.open(f"/proc/{pid}/{name}", os.O_RDONLY | os.O_CLOEXEC)
             except OSError:
                 pass
-        counter = _accounts(group.path) if group is not None else None
+        counter = accounts(group.path) if group is not None else None
         if counter is not None:
             try:
                 self.fds["group"] = os.open(counter, os.O_RDONLY | os.O_CLOEXEC)
-                self.v2 = counter.endswith(_V2)
+                self.v2 = not counter.endswith("cpuacct.usage")
             except OSError:
                 pass
 
@@ -232,10 +122,8 @@ class CpuClock:
 
     def queued(self):
         """Seconds spent runnable but not running, or None when they cannot be read."""
-        try:
-            return int(os.pread(self.fds["schedstat"], 128, 0).split()[1]) / 1e9
-        except (KeyError, OSError, ValueError, IndexError):
-            return None
+        fd = self.fds.get("schedstat")
+        return _queued(fd) if fd is not None else None
 
     def close(self):
         for fd in self.fds.values():
@@ -243,9 +131,83 @@ class CpuClock:
         self.fds = {}
 
 
+def _queued(fd):
+    """Seconds the thread of the ``schedstat`` file ``fd`` spent runnable but not running."""
+    try:
+        return int(os.pread(fd, 128, 0).split()[1]) / 1e9
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+class RunTimer:
+    """The run's time limit, on this process's interval timer: ``expired(reason)`` is called
+    (in the main thread, from SIGALRM; it raises) once the run has had ``limit`` seconds of
+    wall-clock time not spent waiting for a CPU, or ``hard`` seconds in all. The
+    waits counted are those of the thread that called :meth:`start` and those of the solution
+    processes during their requests (credited by :class:`Deadline`); waits that overlap are
+    counted twice, which only the hard bound limits.
+
+    Example:
+        timer = RunTimer(60, 180, raise_deadline)
+        timer.start()
+        try:
+            run_the_verifier()
+        finally:
+            timer.stop()
+    """
+
+    def __init__(self, limit, hard, expired):
+        self.limit, self.expired = max(0.05, float(limit)), expired
+        self.hard = max(self.limit, float(hard))
+        self.credited, self.started, self.fd = 0.0, None, None
+        self.queued_start = None
+
+    def start(self):
+        try:
+            self.fd = os.open("/proc/thread-self/schedstat", os.O_RDONLY | os.O_CLOEXEC)
+        except OSError:
+            self.fd = None
+        self.queued_start = _queued(self.fd) if self.fd is not None else None
+        self.started = time.monotonic()
+        _RUN[:] = [self]
+        signal.signal(signal.SIGALRM, self._alarm)
+        signal.setitimer(signal.ITIMER_REAL, self.limit)
+
+    def stop(self):
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        _RUN.clear()
+        if self.fd is not None:
+            os.close(self.fd)
+            self.fd = None
+
+    def credit(self, seconds):
+        """Count ``seconds`` a solution process waited for a CPU as the machine's, not the run's."""
+        self.credited += max(0.0, seconds)
+
+    def left(self):
+        """(seconds left in the run's limit, not counting its waits; seconds left in all)."""
+        elapsed = time.monotonic() - self.started
+        queued = _queued(self.fd) if self.fd is not None else None
+        waited = self.credited + (queued - self.queued_start
+                                  if None not in (queued, self.queued_start) else 0.0)
+        return self.limit - (elapsed - min(waited, elapsed)), self.hard - elapsed
+
+    def _alarm(self, signum, frame):
+        active_left, hard_left = self.left()
+        if hard_left <= 0:
+            self.expired(f"{self.hard:g}s of wall-clock time in all")
+        if active_left <= 0:
+            self.expired(f"{self.limit:g}s, its waits for a CPU not counted")
+        signal.setitimer(signal.ITIMER_REAL, max(0.01, min(active_left, hard_left)))
+
+
 def _bounds(limit):
     """A request's two wall-clock bounds: on its time not spent waiting for a CPU, and on all
-    of it (a third of the run's time left; with no run timer, STARVED_FACTOR limits)."""
+    of it (a third of the run's time left in each count; with no run timer, a third of the
+    interval timer's time left, or else STARVED_FACTOR limits)."""
+    if _RUN:
+        active_left, hard_left = _RUN[0].left()
+        return min(WALL_FACTOR * limit, max(active_left / 3, limit)), max(hard_left / 3, limit)
     try:
         run_left = signal.getitimer(signal.ITIMER_REAL)[0]
     except (OSError, ValueError):
@@ -266,6 +228,7 @@ class Deadline:
         self.cpu_start = carried if carried is not None else (
             clock.read() if clock is not None else None)
         self.queued_start = clock.queued() if self.cpu_start is not None else None
+        self.waited = 0.0  # of which the run's timer has been told
         self.started = time.monotonic()
         self.bounds = None  # worked out only for a request that outlasts its limit
         self.checked = False  # the reply's CPU was read (once: the worker sends it in one go)
@@ -294,6 +257,7 @@ class Deadline:
             return None
         used = self.clock.read()
         self.checked = True
+        self._wait_for_cpu()
         if used is None:
             return None
         self.clock.set_mark(used)
@@ -315,12 +279,22 @@ class Deadline:
         if self.bounds is None:
             self.bounds = _bounds(self.limit)
         bound, cap = self.bounds
-        queued = self.clock.queued()
-        waited = queued - self.queued_start if None not in (queued, self.queued_start) else 0.0
-        active = elapsed - waited
+        active = elapsed - self._wait_for_cpu()
         if active >= bound:
             raise self.timed_out(f"{bound:g}s of wall-clock time (its waits for a CPU not "
                                  "counted)")
         if elapsed >= cap:
             raise self.timed_out(f"{cap:g}s of wall-clock time in all")
         return min(self.limit - used, bound - active, cap - elapsed, _POLL)
+
+    def _wait_for_cpu(self):
+        """Seconds the process waited for a CPU during this request; the run's timer is told
+        of what is new (the machine's load, not the run's time)."""
+        queued = self.clock.queued()
+        if None in (queued, self.queued_start):
+            return self.waited
+        waited = min(queued - self.queued_start, time.monotonic() - self.started)
+        if _RUN and waited > self.waited:
+            _RUN[0].credit(waited - self.waited)
+        self.waited = max(waited, self.waited)
+        return self.waited

@@ -37,14 +37,14 @@ It runs the same whether started by exec or forked by the provider's warm fork s
 solution process is known to be gone.
 
 Example (what the host sends on stdin):
-    {"token": "9f...", "verifier": "verifier.py", "solution": "solution.py", "timeout": 60, ...}
+    {"token": "9f...", "verifier": "verifier.py", "solution": "solution.py", "timeout": 60,
+     "wall_timeout": 180, ...}
 """
 
 import contextlib
 import json
 import math
 import os
-import signal
 import sys
 import time
 
@@ -252,15 +252,19 @@ def _load_judge(config, channel):
     return deepgym_spawn, guard, verifier_path, solution_path, tests_path
 
 
-def _on_deadline(signum, frame):
-    raise _Deadline()
+def _on_deadline(reason):
+    raise _Deadline(reason)
 
 
 def _verify(config, guard, verifier_path, solution_path, tests_path, channel):
     """Run the verifier under the run's deadline, its prints captured; the result dict (the
     verifier's error when the guard refused something, whatever the verifier did next)."""
-    signal.signal(signal.SIGALRM, _on_deadline)
-    signal.setitimer(signal.ITIMER_REAL, max(0.05, float(config.get("timeout", 60))))
+    import deepgym_clock
+
+    limit = float(config.get("timeout", 60))
+    # Its waits for a CPU are left out of the limit, up to the host's bound on all of its time.
+    timer = deepgym_clock.RunTimer(limit, float(config.get("wall_timeout") or limit), _on_deadline)
+    timer.start()
     capture = Capture()
     sys.stdout = capture
     result = {}
@@ -271,15 +275,15 @@ def _verify(config, guard, verifier_path, solution_path, tests_path, channel):
         check_runtime_names(source, VerifierFailed)
         raw, status, message = run_verifier(source, shape, verifier_path, solution_path,
                                             tests_path, capture, guard)
-        signal.setitimer(signal.ITIMER_REAL, 0)
+        timer.stop()
         printed = shape == "script" or message is not None
         result.update(outcome(raw, status, message, capture, printed))
     except VerifierFailed as exc:  # the verifier's own fault, whenever it happened
-        signal.setitimer(signal.ITIMER_REAL, 0)
+        timer.stop()
         result = {"kind": "verifier_failed", "exit_code": 2, "error_type": "verifier_error",
                   "score": 0.0, "passed": False, "details": str(exc), **_shape(result)}
     except BaseException as exc:  # noqa: B036 - every failure must become a result
-        signal.setitimer(signal.ITIMER_REAL, 0)
+        timer.stop()
         result = _failure(exc, channel.in_play, result.get("shape"))
     finally:
         sys.stdout = sys.__stdout__
@@ -341,7 +345,7 @@ def _failure(exc, in_play, shape):
     origin = getattr(exc, "_deepgym_origin", None)
     if isinstance(exc, _Deadline):
         origin = "timeout"
-        text = "the run's time limit ran out"
+        text = "the run's time limit ran out" + (f": {exc}" if str(exc) else "")
     else:
         import traceback
 

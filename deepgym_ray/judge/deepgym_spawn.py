@@ -18,7 +18,7 @@ every solution process is in them before any solution code runs (a zygote child 
 a bwrap or plain one joins them between fork and exec), and the provider, not the runner,
 kills the run's processes by them: an empty group is the proof, so the runner skips its sweep.
 The run's CPU-accounting group is the exception: each solution process gets a group of its own
-below it (``deepgym_clock.CpuGroup``), where its requests' CPU is counted, every process it
+below it (``deepgym_cgroup.CpuGroup``), where its requests' CPU is counted, every process it
 started included, and which :func:`kill` empties (orphans that left its session too). Without
 one, killing a zygote child also kills the run's processes outside every live solution
 process's session (a Docker container: an orphan of a timed-out call does not last to the next).
@@ -39,7 +39,7 @@ import sys
 import threading
 import time
 
-from deepgym_clock import CpuGroup
+from deepgym_cgroup import CpuGroup
 from deepgym_proc import (
     kill_uid,
     parent_of,

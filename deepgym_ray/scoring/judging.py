@@ -31,6 +31,9 @@ from deepgym_ray.sandboxes.base import CancelSignal, CommandResult, Sandbox, San
 
 # Time the runner gets beyond the environment's timeout to start, clean up and report.
 GRACE_SECONDS = 3.0
+# A run's limit leaves out the time it waited for a CPU (the machine's load, not the answer's
+# doing), up to this many times the limit in wall-clock time, however starved.
+RUN_WALL_FACTOR = 3.0
 
 
 @lru_cache(maxsize=256)
@@ -101,6 +104,7 @@ def judge(provider: SandboxProvider, env: Environment, code: str,
             "solution": "solution.py",
             "test_cases": "test_cases.json" if env.test_cases is not None else None,
             "timeout": env.timeout,
+            "wall_timeout": RUN_WALL_FACTOR * env.timeout,
             "case_timeout": env.case_timeout,
             "shape": shape,
         }
@@ -125,7 +129,8 @@ def _run_runner(provider: SandboxProvider, sandbox: Sandbox, env: Environment, s
     # keeps working; its given-up runs go on to their end).
     extra = {"cancel": cancel} if cancel is not None and provider.cancellable else {}
     try:
-        outcome = provider.run(sandbox, command, timeout=env.timeout + GRACE_SECONDS,
+        outcome = provider.run(sandbox, command,
+                               timeout=RUN_WALL_FACTOR * env.timeout + GRACE_SECONDS,
                                stdin=stdin, env=env.env_vars or None, **extra)
     except Exception as exc:  # the kill may have broken the run in any way
         _check(cancel, "while it ran", sandbox.id, exc)

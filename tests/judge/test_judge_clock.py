@@ -56,10 +56,9 @@ core = max(os.sched_getaffinity(0))
 os.sched_setaffinity(group, {{core}})
 
 {neighbours}
-# The run's time left, as the runner's timer gives it (it caps each request's wall-clock time);
-# set only now, so that however slow the set-up was under load, the call sees all of it.
-signal.signal(signal.SIGALRM, signal.SIG_IGN)
-signal.setitimer(signal.ITIMER_REAL, {run_time!r})
+# The run's time left (it caps each request's wall-clock time); set only now, so that however
+# slow the set-up was under load, the call sees all of it.
+{run_timer}
 started = time.monotonic()
 try:
     outcome = ["returned", sol.{call}]
@@ -92,6 +91,16 @@ while left_in(group) and time.monotonic() < give_up:
 print(json.dumps(outcome + [seconds, clean, left_in(group)]))
 '''
 
+# The run's time as a bare interval timer gives it, or as the runner's RunTimer counts it.
+RUN_TIMERS = {
+    "interval": "signal.signal(signal.SIGALRM, signal.SIG_IGN)\n"
+                "signal.setitimer(signal.ITIMER_REAL, {run_time!r})",
+    "run": "import deepgym_clock\n"
+           "class RunOut(Exception):\n    pass\n"
+           "def expired(reason):\n    raise RunOut(reason)\n"
+           "deepgym_clock.RunTimer({run_time!r}, 300.0, expired).start()",
+}
+
 # Burns ``seconds`` of its own CPU time however long that takes in wall time.
 SOLUTION = '''
 import os, time
@@ -123,8 +132,8 @@ def yield_behind_own_spinners():
 '''
 
 
-def call_while_starved(tmp_path: Path, call: str, run_time: float = 120.0
-                       ) -> tuple[str, str, float]:
+def call_while_starved(tmp_path: Path, call: str, run_time: float = 120.0,
+                       timer: str = "interval") -> tuple[str, str, float]:
     """Run ``sol.<call>`` in a verifier process while neighbours of a far higher weight share
     the solution's one core (the other cores stay free, and the kernel ends each neighbour
     after its CPU budget even if this process were starved); returns (outcome, value or
@@ -134,7 +143,8 @@ def call_while_starved(tmp_path: Path, call: str, run_time: float = 120.0
     path = tmp_path / "solution.py"
     path.write_text(SOLUTION)
     script = DRIVER.format(judge=str(JUDGE), folder=str(tmp_path), limit=CASE_TIMEOUT,
-                           run_time=run_time, path=str(path), call=call, neighbours=NEIGHBOURS)
+                           path=str(path), call=call, neighbours=NEIGHBOURS,
+                           run_timer=RUN_TIMERS[timer].format(run_time=run_time))
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
                           timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
@@ -150,6 +160,17 @@ def test_a_right_answer_starved_past_its_wall_clock_bound_is_not_timed_out(tmp_p
     assert (outcome, value) == ("returned", str(work)), value
     # The neighbours kept it waiting past the bound a wall clock alone would have applied.
     assert seconds > WALL_FACTOR * CASE_TIMEOUT, seconds
+
+
+@pytest.mark.slow
+def test_the_waits_of_a_starved_answer_are_left_out_of_the_run_time(tmp_path):
+    # A third of the run's time is the call's WALL_FACTOR bound, as in the test above.
+    run_time, work = 3.0, 0.5 * CASE_TIMEOUT
+    outcome, value, seconds = call_while_starved(tmp_path, f"work({work})", run_time, "run")
+    assert (outcome, value) == ("returned", str(work)), value
+    # The run's limit passed in wall time while the verifier waited for the answer: only the
+    # answer's waits for a CPU, told to the run's timer by the request, kept the run going.
+    assert seconds > run_time, seconds
 
 
 @pytest.mark.slow
@@ -272,3 +293,81 @@ def test_a_right_script_starved_past_its_limit_in_wall_time_is_not_timed_out(tmp
 def test_a_script_that_sleeps_is_still_ended(tmp_path):
     code, _stdout, timed_out, _seconds = run_script_while_starved(tmp_path, "sleeps", 0.2)
     assert timed_out and code is None
+
+
+# The run's own limit (``RunTimer``) in a verifier that shares one core with the neighbours:
+# it is starved while it computes, and its waits for that core are not its time.
+RUN_DRIVER = '''
+import json, os, resource, signal, subprocess, sys, time
+sys.path.insert(0, {judge!r})
+from deepgym_clock import RunTimer
+
+
+class RunOut(Exception):
+    pass
+
+
+def expired(reason):
+    raise RunOut(reason)
+
+
+def burn(seconds):
+    start = time.process_time()
+    while time.process_time() - start < seconds:
+        pass
+
+
+core = max(os.sched_getaffinity(0))
+os.sched_setaffinity(0, {{core}})
+{neighbours}
+timer = RunTimer({limit!r}, {hard!r}, expired)
+started = time.monotonic()
+try:
+    timer.start()
+    {work}
+    outcome = ["finished", ""]
+except RunOut as exc:
+    outcome = ["out of time", str(exc)]
+finally:
+    timer.stop()
+    seconds = time.monotonic() - started
+    for proc in spinners:
+        proc.kill()
+        proc.wait()
+print(json.dumps(outcome + [seconds]))
+'''
+
+
+def verify_while_starved(work: str, limit: float, hard: float) -> tuple[str, str, float]:
+    """Run ``work`` under a RunTimer in a process starved of its one core; returns (outcome,
+    the timer's reason, wall seconds)."""
+    if os.geteuid() != 0:
+        pytest.skip("starving neighbours need root to raise their scheduling group's weight")
+    script = RUN_DRIVER.format(judge=str(JUDGE), neighbours=NEIGHBOURS, limit=limit, hard=hard,
+                               work=work)
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          timeout=300, start_new_session=True)
+    assert done.returncode == 0, done.stderr[-2000:]
+    outcome, reason, seconds = json.loads(done.stdout.strip().splitlines()[-1])
+    return outcome, reason, seconds
+
+
+@pytest.mark.slow
+def test_a_verifier_starved_past_the_run_limit_in_wall_time_is_not_out_of_time():
+    limit = 0.5
+    outcome, reason, seconds = verify_while_starved("burn(0.05)", limit, hard=120.0)
+    assert outcome == "finished", reason
+    assert seconds > limit, seconds  # a wall-clock limit would have ended it
+
+
+@pytest.mark.slow
+def test_a_verifier_that_sleeps_runs_out_of_the_run_time():
+    outcome, reason, _seconds = verify_while_starved("time.sleep(60)", 0.5, hard=120.0)
+    assert outcome == "out of time" and "waits for a CPU not counted" in reason, reason
+
+
+@pytest.mark.slow
+def test_however_starved_a_run_ends_at_its_bound_on_all_its_time():
+    # Starved of its core, it would take minutes of wall-clock time to use its 2 seconds.
+    outcome, reason, _seconds = verify_while_starved("burn(60)", 2.0, hard=6.0)
+    assert (outcome, reason) == ("out of time", "6s of wall-clock time in all"), reason

@@ -1,4 +1,4 @@
-"""A case's CPU read from the solution's own cgroup (``deepgym_clock.CpuGroup``): every process
+"""A case's CPU read from the solution's own cgroup (``deepgym_cgroup.CpuGroup``): every process
 it started counts, reaped or not, and killing it empties the group, orphans included; through
 the providers, a grandchild that outlives a timed-out call is gone before the next call, and
 CPU burnt between calls is charged to the next one."""
@@ -18,7 +18,8 @@ from deepgym_ray.sandboxes.local.cgroups import ROOT, RunCgroups, _v2_parent
 
 JUDGE = Path(__file__).parents[2] / "deepgym_ray" / "judge"
 sys.path.insert(0, str(JUDGE))
-from deepgym_clock import CpuClock, CpuGroup  # noqa: E402 - stdlib-only judge file
+from deepgym_cgroup import CpuGroup  # noqa: E402 - stdlib-only judge file
+from deepgym_clock import CpuClock  # noqa: E402 - stdlib-only judge file
 from deepgym_zyproc import join_cgroups  # noqa: E402
 
 BURN = 0.6  # CPU seconds the orphaned grandchild spends before it reports

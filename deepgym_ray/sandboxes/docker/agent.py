@@ -152,9 +152,9 @@ class Agent:
         global cleanup
         import deepgym_agent_cleanup as cleanup
         for name in ("ast", "importlib.util", "resource", "traceback", "types", "ctypes",
-                     "deepgym_wire", "deepgym_proc", "deepgym_clock", "deepgym_worker",
-                     "deepgym_zyproc", "deepgym_spawn", "deepgym_proxy", "deepgym_solution",
-                     "deepgym_cases", "deepgym_runner"):
+                     "deepgym_wire", "deepgym_proc", "deepgym_cgroup", "deepgym_clock",
+                     "deepgym_worker", "deepgym_zyproc", "deepgym_spawn", "deepgym_proxy",
+                     "deepgym_solution", "deepgym_cases", "deepgym_runner"):
             __import__(name)
         sys.modules["deepgym_spawn"].worker_program(sys.executable)
         self.start_zygote()

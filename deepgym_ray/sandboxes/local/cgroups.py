@@ -14,7 +14,7 @@ process already belongs to (so nothing escapes the limits it is under itself), n
 - ``cpu``: ``cpu.shares`` equal for every run, so a run's CPU share does not grow with the
   number of processes it starts (work-conserving: an idle machine is still all a run's).
 - ``cpuacct``: CPU accounting. The runner makes one group per solution process below the run's
-  (``deepgym_clock.CpuGroup``) and counts a request's CPU there, so every process the solution
+  (``deepgym_cgroup.CpuGroup``) and counts a request's CPU there, so every process the solution
   started counts, reaped or not (an orphaned, double-forked grandchild too). Where v1 has no
   ``cpuacct``, a group in the cgroup v2 hierarchy does it (``cpu.stat`` is there with no
   controller enabled). Without either, a case's CPU is the solution process's own and its
