@@ -174,6 +174,7 @@ class RunTimer:
         signal.setitimer(signal.ITIMER_REAL, self.limit)
 
     def stop(self):
+        self.started = None  # a SIGALRM already pending when it is stopped is ignored
         signal.setitimer(signal.ITIMER_REAL, 0)
         _RUN.clear()
         if self.fd is not None:
@@ -186,13 +187,18 @@ class RunTimer:
 
     def left(self):
         """(seconds left in the run's limit, not counting its waits; seconds left in all)."""
-        elapsed = time.monotonic() - self.started
-        queued = _queued(self.fd) if self.fd is not None else None
+        started, fd = self.started, self.fd
+        if started is None:  # stopped (a verifier's thread may still ask)
+            return 0.0, 0.0
+        elapsed = time.monotonic() - started
+        queued = _queued(fd) if fd is not None else None
         waited = self.credited + (queued - self.queued_start
                                   if None not in (queued, self.queued_start) else 0.0)
         return self.limit - (elapsed - min(waited, elapsed)), self.hard - elapsed
 
     def _alarm(self, signum, frame):
+        if self.started is None:
+            return
         active_left, hard_left = self.left()
         if hard_left <= 0:
             self.expired(f"{self.hard:g}s of wall-clock time in all")

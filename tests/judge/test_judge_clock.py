@@ -371,3 +371,16 @@ def test_however_starved_a_run_ends_at_its_bound_on_all_its_time():
     # Starved of its core, it would take minutes of wall-clock time to use its 2 seconds.
     outcome, reason, _seconds = verify_while_starved("burn(60)", 2.0, hard=6.0)
     assert (outcome, reason) == ("out of time", "6s of wall-clock time in all"), reason
+
+
+def test_an_alarm_still_pending_when_the_run_timer_stops_is_ignored():
+    # The verifier finished just as the run's time ran out: the signal already sent must not
+    # end the runner's reporting of the result.
+    script = (f"import os, signal, sys, time\nsys.path.insert(0, {str(JUDGE)!r})\n"
+              "from deepgym_clock import RunTimer\n"
+              "def expired(reason):\n    raise SystemExit('expired: ' + reason)\n"
+              "timer = RunTimer(0.05, 1.0, expired)\ntimer.start()\ntimer.stop()\n"
+              "time.sleep(0.1)\nos.kill(os.getpid(), signal.SIGALRM)\nprint('reported')\n")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          timeout=60)
+    assert (done.returncode, done.stdout) == (0, "reported\n"), done.stderr
