@@ -18,9 +18,10 @@ import os
 import signal
 import time
 
-__all__ = ["CpuGroup", "accounts"]
+__all__ = ["V2_COUNTER", "CpuGroup", "accounts"]
 
 _V1, _V2 = "cpuacct.usage", "cpu.stat"  # a group's CPU in ns (v1), usage_usec line (v2)
+V2_COUNTER = _V2
 _MADE = [0]  # groups this process made (their names must not repeat)
 
 
