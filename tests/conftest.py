@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import os
+import shutil
 import signal
+import tempfile
 import uuid
 
 import pytest
@@ -24,6 +26,21 @@ os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
 os.environ.setdefault("RAY_SERVE_PROXY_READY_CHECK_TIMEOUT_S", "120")
 os.environ.setdefault("RAY_SERVE_PROXY_HEALTH_CHECK_TIMEOUT_S", "60")
 
+# Every pytest process (each xdist worker) has a Ray temp dir of its own. A
+# ray.cluster_utils.Cluster records its head's address in the temp dir (ray_current_cluster),
+# and a client with backend "auto" joins a recorded cluster that answers: with one shared
+# /tmp/ray, a test on one worker joined the other worker's three-node cluster, and when that
+# cluster was shut down Ray ended the joined worker process a minute later ("Failed to connect
+# to GCS within 60 seconds"), taking the test run with it. Short: Ray puts sockets in it.
+# The controller makes their parent, and removes it once the workers are gone (a Ray process
+# still leaving as its worker ends can write in its own dir after the worker removed it).
+if "PYTEST_XDIST_WORKER" not in os.environ:
+    os.environ["DEEPGYM_TEST_RAY_DIRS"] = tempfile.mkdtemp(prefix="dgr-", dir="/tmp")
+RAY_TEMP_DIR = os.path.join(os.environ["DEEPGYM_TEST_RAY_DIRS"],
+                            os.environ.get("PYTEST_XDIST_WORKER", "main"))
+os.makedirs(RAY_TEMP_DIR, exist_ok=True)
+os.environ["RAY_TMPDIR"] = RAY_TEMP_DIR
+
 # Tests stop the CLIs they start (and this process) with SIGINT, as Ctrl-C would. A shell starts
 # a background job (`cmd &` in a script, so `nohup scripts/stress_tests.sh &`) with SIGINT
 # ignored, and an ignored signal stays ignored across exec: every CLI the tests started would
@@ -36,6 +53,11 @@ if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
 # are the real-component folders (e2e, the security battery, infrastructure faults), anything
 # marked e2e, and the tests marked slow in place (each took more than 2 s in a full run).
 _SLOW_FOLDERS = ("e2e", "security", "faults")
+
+
+def pytest_unconfigure(config):
+    if "PYTEST_XDIST_WORKER" not in os.environ:
+        shutil.rmtree(os.environ["DEEPGYM_TEST_RAY_DIRS"], ignore_errors=True)
 
 
 @pytest.hookimpl(tryfirst=True)  # before xdist's own hook reads the groups

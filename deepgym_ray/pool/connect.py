@@ -303,7 +303,9 @@ def _init(ray: Any, address: str | None, init_kwargs: dict[str, Any]) -> None:
 # Ray gives a starting node's raylet a fixed 30 s to register with the GCS (not configurable);
 # on a machine whose cores are all busy that was seen to run out. A second start, once the
 # first one's processes are gone, then found the machine ready (a third is cheap insurance).
+# Each try waits a little longer first: a burst of load (other processes starting) passes.
 LOCAL_START_TRIES = 3
+LOCAL_START_BACKOFF = 5.0  # seconds before the second try, twice that before the third
 
 
 def _start_local(ray: Any, options: dict[str, Any]) -> None:
@@ -326,6 +328,7 @@ def _start_local(ray: Any, options: dict[str, Any]) -> None:
             # was already too busy. Only Ray's own: another thread of this process may have
             # started children of its own meanwhile.
             _kill_trees({pid for pid in _children(os.getpid()) - before if _runs_ray(pid)})
+            time.sleep(LOCAL_START_BACKOFF * attempt)
 
 
 def _parents() -> dict[int, int]:

@@ -64,7 +64,7 @@ def cli(*argv, env: dict[str, str | None] | None = None, stdin: str | None = Non
     instance on 127.0.0.1 (a temp dir of its own: no `ray start` cluster to find). In ``env``,
     a value of None removes that variable."""
     run_env = {k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"}
-    given = run_env.get("RAY_TMPDIR")
+    given = (env or {}).get("RAY_TMPDIR")  # not this process's: a cluster may be recorded there
     with contextlib.nullcontext(given) if given else ray_temp_dir() as ray_dir:
         run_env["RAY_TMPDIR"] = ray_dir
         for key, value in (env or {}).items():  # None: leave the variable out

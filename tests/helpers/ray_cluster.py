@@ -9,6 +9,7 @@ Example::
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -58,6 +59,13 @@ def three_node_cluster(namespace: str) -> Iterator[tuple[Any, list[Any]]]:
     cluster = Cluster(initialize_head=True, head_node_args={
         **NODE_ARGS, "include_dashboard": False, "_system_config": FAST_HEALTH_CHECKS})
     try:
+        # The head's address is recorded for `ray.init()` to join, in this process's own Ray
+        # temp dir (tests/conftest.py): never where another test process would find it.
+        record = os.path.join(os.environ["RAY_TMPDIR"], "ray", "ray_current_cluster")
+        with open(record) as recorded:
+            assert recorded.read().strip() == cluster.address
+        assert os.path.basename(os.environ["RAY_TMPDIR"]) == os.environ.get(
+            "PYTEST_XDIST_WORKER", "main")
         workers = [cluster.add_node(**NODE_ARGS) for _ in range(2)]
         cluster.wait_for_nodes()
         ray.init(address=cluster.address, _node_ip_address="127.0.0.1", namespace=namespace,

