@@ -37,6 +37,9 @@ RUNTIME_ERROR = "runtime_error"
 VERIFIER_ERROR = "verifier_error"
 TIMEOUT = "timeout"
 INVALID_SCORE = "invalid_score"
+# A repository task's image could not be built: no run that needed it judged anything, and
+# running it again elsewhere would build the same failure.
+IMAGE_BUILD_ERROR = "image_build_error"
 # The run's caller gave up on it and its processes were stopped: it judged nothing.
 CANCELLED = "cancelled"
 SOLUTION_ERROR = "solution_error"

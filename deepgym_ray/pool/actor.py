@@ -34,6 +34,7 @@ import ray
 from deepgym_ray import contract
 from deepgym_ray.exceptions import error_type_for
 from deepgym_ray.models import Environment, RunResult
+from deepgym_ray.pool.image_builders import image_builder_for_this_node
 from deepgym_ray.pool.niceness import take_node_niceness
 from deepgym_ray.pool.slots import Leases
 from deepgym_ray.sandboxes.base import CancelSignal
@@ -114,6 +115,7 @@ class VerifierActor:
     def __init__(self, scorer: Scorer, pool: str, index: int, actors: int, concurrency: int,
                  creator: str | None = None):
         self._scorer = scorer
+        scorer.image_builder = image_builder_for_this_node()  # one build per hash per node
         self._manifest = {
             "pool": pool,
             "index": index,

@@ -87,6 +87,10 @@ def judge(provider: SandboxProvider, env: Environment, code: str,
     by another thread, stops the run (a cancellable provider kills its processes then) and
     raises RunCancelledError: whatever the run had done, it is no verdict.
     """
+    if env.patch_task is not None:  # a repository task: its tests judge, not a verifier
+        from deepgym_ray.scoring.patch_judging import judge_patch
+
+        return judge_patch(provider, env, code, cancel)
     started = time.monotonic()
     try:
         files = sandbox_files(env, code)

@@ -44,6 +44,9 @@ class Scorer:
         self._provider_spec = provider
         self._provider: SandboxProvider | None = None
         self._lock = threading.Lock()
+        #: Builds a repository task's image where this scorer runs (a pool actor sets its
+        #: node's builder); given to a provider that builds images. Not pickled.
+        self.image_builder: Callable[[Any], str] | None = None
 
     # --- pickling: the settings travel, the built provider does not -------------------------
 
@@ -80,7 +83,10 @@ class Scorer:
         if self._provider is None:
             with self._lock:
                 if self._provider is None:
-                    self._provider = self._build_provider()
+                    provider = self._build_provider()
+                    if self.image_builder is not None and hasattr(provider, "image_builder"):
+                        provider.image_builder = self.image_builder
+                    self._provider = provider
         return self._provider
 
     def _build_provider(self) -> SandboxProvider:

@@ -1,6 +1,7 @@
 """Benchmark suites turned into environments, and the one resolver of the names a user gives.
 
-- :mod:`~deepgym_ray.suites.catalog`: the suites by name (``builtin``, ``humaneval``), loaded
+- :mod:`~deepgym_ray.suites.catalog`: the suites by name (``builtin``, ``humaneval``,
+  ``swebench``/``swebench_pro`` from a local file of rows), loaded
   only when one is asked for;
 - :mod:`~deepgym_ray.suites.resolver`: what a name stands for (a suite, a suite member, a
   built-in environment or a folder), for the API and the CLI.
@@ -10,7 +11,7 @@ suites read them, and envs knows nothing of suites.
 
 Example:
     >>> list_suites()
-    ['builtin', 'humaneval']
+    ['builtin', 'humaneval', 'swebench', 'swebench_pro']
     >>> load_environment("builtin/coin_change").name
     'coin_change'
 """

@@ -5,7 +5,7 @@ A suite is a named list of environments; its members are named ``SUITE/ID`` (``h
 
 Example:
     >>> list_suites()
-    ['builtin', 'humaneval']
+    ['builtin', 'humaneval', 'swebench', 'swebench_pro']
     >>> load_suite("humaneval")[0].name
     'humaneval/0'
     >>> load_suite_environment("humaneval/0").name
@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Callable
+from typing import Any
 
 from deepgym_ray.models import Environment
 
@@ -32,7 +33,14 @@ _SUITES: dict[str, tuple[str, str, str]] = {
     "builtin": ("deepgym_ray.suites.builtin", "load_builtin", "load_builtin_environment"),
     "humaneval": ("deepgym_ray.suites.humaneval", "load_humaneval",
                   "load_humaneval_environment"),
+    # SWE-style patch tasks from a local file of rows (path=...); the two names differ only
+    # in the members' prefix, so a mixture can hold both.
+    "swebench": ("deepgym_ray.suites.swebench", "load_swebench", "load_swebench_environment"),
+    "swebench_pro": ("deepgym_ray.suites.swebench", "load_swebench",
+                     "load_swebench_environment"),
 }
+# Suites that read the user's own files: their loaders take options (path=...).
+_TAKES_OPTIONS = {"swebench", "swebench_pro"}
 
 
 class UnknownSuiteError(KeyError, ValueError):
@@ -57,18 +65,30 @@ def _loader(suite: str, which: int) -> Callable:
     return getattr(importlib.import_module(entry[0]), entry[which])
 
 
-def load_suite(name: str) -> list[Environment]:
-    """Every environment of the suite ``name``, in the suite's order."""
-    return _loader(name, 1)()
+def _options(suite: str, options: dict) -> dict:
+    key = suite.strip().lower()
+    if key in _TAKES_OPTIONS:
+        return {"suite": key, **options} if key.startswith("swebench") else options
+    if options:
+        raise TypeError(f"suite {suite!r} takes no options (got {', '.join(options)})")
+    return {}
 
 
-def load_suite_environment(name: str) -> Environment:
+def load_suite(name: str, **options: Any) -> list[Environment]:
+    """Every environment of the suite ``name``, in the suite's order. ``options`` go to
+    suites that read the user's files (``path=`` for ``swebench_pro``)."""
+    return _loader(name, 1)(**_options(name, options))
+
+
+def load_suite_environment(name: str, **options: Any) -> Environment:
     """One member of a suite, by ``SUITE/ID`` (``humaneval/0``)."""
     suite, sep, member = name.partition("/")
     if not sep or not member:
         raise UnknownSuiteError(f"{name!r} is not a suite member name (expected SUITE/ID)")
+    extra = _options(suite, options)
+    extra.pop("suite", None)
     try:
-        return _loader(suite, 2)(name)
+        return _loader(suite, 2)(name, **extra)
     except ValueError as exc:
         if isinstance(exc, UnknownSuiteError):
             raise

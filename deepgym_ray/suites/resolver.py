@@ -18,6 +18,7 @@ from __future__ import annotations
 import difflib
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from deepgym_ray.envs.registry import (
     BUILTIN_DIR,
@@ -51,9 +52,18 @@ def _unknown(name: str, candidates: Sequence[str]) -> UnknownEnvironmentError:
                                    "(deepgym-ray envs lists them all)")
 
 
-def resolve_environments(name: str | Path) -> list[Environment]:
-    """The environments ``name`` stands for (see the module docstring), in order."""
+def resolve_environments(name: str | Path, **options: Any) -> list[Environment]:
+    """The environments ``name`` stands for (see the module docstring), in order.
+    ``options`` go to a suite that reads the user's files (``path=`` for ``swebench_pro``)."""
     text = str(name)
+    if options:
+        suite = text.partition("/")[0].lower()
+        if suite not in list_suites():
+            raise TypeError(f"{text!r} takes no options (got {', '.join(options)}); only "
+                            "suites that read your files do (swebench, swebench_pro)")
+        if "/" in text:
+            return [load_suite_environment(text, **options)]
+        return load_suite(suite, **options)
     folder = Path(text).expanduser()
     if isinstance(name, Path) or text.startswith((".", "/", "~")):
         return _folder(folder)
@@ -81,9 +91,10 @@ def _folder(folder: Path) -> list[Environment]:
     return [load_folder(folder)] if is_environment_folder(folder) else load_folder_suite(folder)
 
 
-def load_environment(name_or_path: str | Path) -> Environment:
-    """One environment: a built-in name, a suite member (``humaneval/0``) or a folder path."""
-    envs = resolve_environments(name_or_path)
+def load_environment(name_or_path: str | Path, **options: Any) -> Environment:
+    """One environment: a built-in name, a suite member (``humaneval/0``) or a folder path;
+    ``options`` as for :func:`resolve_environments`."""
+    envs = resolve_environments(name_or_path, **options)
     if len(envs) != 1:
         raise ValueError(f"{str(name_or_path)!r} names {len(envs)} environments (a suite), not "
                          "one; use load_suite or resolve_environments")

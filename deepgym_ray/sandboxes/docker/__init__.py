@@ -37,20 +37,18 @@ import secrets
 import socket
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from deepgym_ray.exceptions import (
     ProviderConnectionError,
-    ProviderError,
-    ProviderHTTPError,
-    ProviderTimeoutError,
     SandboxDiedError,
     SandboxError,
 )
 from deepgym_ray.judge import RUNNER, sandbox_judge_files
 from deepgym_ray.models import Environment
+from deepgym_ray.repo_tasks import ImageRecipe
 from deepgym_ray.sandboxes.base import (
     CancelSignal,
     CommandResult,
@@ -70,6 +68,8 @@ from deepgym_ray.sandboxes.docker.container import (
     remove_quietly,
     remove_stale,
 )
+from deepgym_ray.sandboxes.docker.engine_errors import engine_error
+from deepgym_ray.sandboxes.docker.task_container import TaskContainer, TaskLimits
 from deepgym_ray.sandboxes.teardown import Teardown
 
 __all__ = ["DEFAULT_IMAGE", "DockerProvider"]
@@ -77,7 +77,6 @@ __all__ = ["DEFAULT_IMAGE", "DockerProvider"]
 logger = logging.getLogger(__name__)
 
 DEFAULT_IMAGE = "python:3.11-slim"
-BUILD_SCRIPT = "scripts/build_docker_image.sh"
 MB = 1 << 20
 # Time the host gives the agent beyond a run's limit to kill, clean up and answer.
 REPLY_GRACE = 20.0
@@ -167,6 +166,8 @@ class DockerProvider(SandboxProvider):
         self._teardown = Teardown()  # removals on background threads, starts in flight
         self._started_any = False  # a container may exist: close lists them by label
         self._closed = False
+        #: Builds a task's image on this node (a pool sets it to the node's builder actor).
+        self.image_builder: Callable[[ImageRecipe], str] | None = None
 
     # --- the engine -------------------------------------------------------------------------
 
@@ -203,31 +204,12 @@ class DockerProvider(SandboxProvider):
             else:
                 api = docker.from_env(timeout=self.api_timeout).api
         except Exception as exc:  # noqa: BLE001
-            raise self._engine_error(exc) from exc
+            raise engine_error(exc) from exc
         with self._lock:
             if self._api is None:
                 self._api = api
                 threading.Thread(target=remove_stale, args=(api,), daemon=True).start()
             return self._api
-
-    def _engine_error(self, exc: BaseException, image: str | None = None) -> SandboxError:
-        """The SandboxError that stands for an SDK or transport error."""
-        import docker.errors
-        import requests.exceptions
-
-        text = (str(exc).splitlines() or [type(exc).__name__])[0][:300]
-        if isinstance(exc, docker.errors.ImageNotFound) or (
-                isinstance(exc, docker.errors.NotFound) and image and "image" in text.lower()):
-            return SandboxError(f"the Docker image {image!r} is not on this engine; build it "
-                                f"offline with `bash {BUILD_SCRIPT} {image}` (or pull it)")
-        if isinstance(exc, docker.errors.APIError) and exc.status_code:
-            return ProviderHTTPError(exc.status_code, f"Docker engine: {text}")
-        if isinstance(exc, requests.exceptions.Timeout):
-            return ProviderTimeoutError(f"the Docker engine did not answer in time: {text}")
-        if isinstance(exc, (requests.exceptions.ConnectionError, ConnectionError, OSError,
-                            docker.errors.DockerException)):
-            return ProviderConnectionError(f"the Docker engine is not reachable: {text}")
-        return ProviderError(f"Docker engine call failed: {type(exc).__name__}: {text}")
 
     # --- warm containers --------------------------------------------------------------------
 
@@ -254,7 +236,7 @@ class DockerProvider(SandboxProvider):
                 raise SandboxError(f"a container of {image!r} did not start its agent: "
                                    f"{exc}") from exc
             except Exception as exc:  # noqa: BLE001 - SDK and transport errors
-                raise self._engine_error(exc, image) from exc
+                raise engine_error(exc, image) from exc
             with self._lock:
                 closed = self._closed
                 if not closed:
@@ -385,6 +367,31 @@ class DockerProvider(SandboxProvider):
         if left:
             raise SandboxError("the docker provider could not remove its containers: " + "; "
                                .join(f"{name} ({why})" for name, why in sorted(left.items())))
+
+    # --- repository tasks (see scoring/patch_judging.py) -----------------------------------
+
+    def task_image(self, env: Environment) -> str:
+        """The image a repository task runs in: ``env.image`` as named, or its recipe's,
+        built on this node first if missing (by ``image_builder`` when the pool set one: one
+        build per node). ImageBuildError when the build fails."""
+        if env.image_recipe is None:
+            return env.image or self.image
+        if self.image_builder is not None:
+            return self.image_builder(env.image_recipe)
+        from deepgym_ray.images import ensure_image
+
+        return ensure_image(self._client(), env.image_recipe)
+
+    def start_task_container(self, image: str, limits: TaskLimits | None = None
+                             ) -> TaskContainer:
+        """A fresh container of ``image`` for one run; the caller removes it."""
+        api = self._client()
+        self._started_any = True  # close() then sweeps it by label if the caller could not
+        try:
+            return TaskContainer.start(api, image, limits or TaskLimits(),
+                                       self.settings.labels)
+        except Exception as exc:  # noqa: BLE001 - SDK and transport errors
+            raise engine_error(exc, image) from exc
 
     def containers(self) -> list[str]:
         """Names of this provider's live containers (for tests and diagnosis)."""

@@ -1,0 +1,163 @@
+"""A fresh container of a task's own image, for one run of a repository task.
+
+Unlike the warm containers of single-file answers (``container``), a repository task runs in
+the image that holds its code base, and a run changes that code base: every run gets a new
+container, removed when the run ends, so nothing a run leaves (a file, a process, a loop
+waiting for the next run) can reach another. The container has no network, memory, pids and
+CPU limits, a size-limited tmpfs ``/tmp``, no new privileges and only the capabilities root
+needs to apply patches; its file system is otherwise the image's, writable. Commands run by
+``docker exec`` as the user given (the tests as an unprivileged one), each bounded: at its
+deadline the whole container is killed, since a process a command started may have left the
+command's process group. Output is kept up to a limit (its last bytes: a test log's summary is
+at its end).
+
+Example:
+    box = TaskContainer.start(api, "deepgym-task:ab12...", TaskLimits(), labels)
+    box.put("/deepgym", {"answer.diff": diff})
+    box.exec(["git", "apply", "/deepgym/answer.diff"], user="0", timeout=60, workdir="/testbed")
+    box.remove()
+"""
+
+from __future__ import annotations
+
+import io
+import secrets
+import tarfile
+import threading
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from deepgym_ray.sandboxes.base import CommandResult
+from deepgym_ray.sandboxes.docker.container import LABEL, PATH, remove_quietly
+
+__all__ = ["TaskContainer", "TaskLimits"]
+
+# Root applies patches to files it may not own, and makes the run's own directory.
+TASK_CAPS = ["CHOWN", "DAC_OVERRIDE", "FOWNER"]
+
+
+@dataclass(frozen=True)
+class TaskLimits:
+    """Limits of one task container (all its processes together)."""
+
+    memory_mb: int = 4096
+    pids_limit: int = 512
+    cpus: float = 1.0
+    tmp_mb: int = 512
+    output_bytes: int = 4 << 20
+
+
+class TaskContainer:
+    """One running container of a task image (see the module docstring)."""
+
+    def __init__(self, api: Any, cid: str, name: str, limits: TaskLimits) -> None:
+        self.api, self.id, self.name, self.limits = api, cid, name, limits
+
+    @classmethod
+    def start(cls, api: Any, image: str, limits: TaskLimits,
+              labels: Mapping[str, str]) -> TaskContainer:
+        """Create and start a container of ``image`` that waits for commands."""
+        name = f"deepgym-task-{secrets.token_hex(6)}"
+        host_config = api.create_host_config(
+            init=True, network_mode="none", mem_limit=f"{limits.memory_mb}m",
+            memswap_limit=f"{limits.memory_mb}m", pids_limit=limits.pids_limit,
+            nano_cpus=int(limits.cpus * 1e9),
+            tmpfs={"/tmp": f"rw,nosuid,nodev,size={limits.tmp_mb}m,mode=1777"},
+            cap_drop=["ALL"], cap_add=TASK_CAPS, security_opt=["no-new-privileges"])
+        created = api.create_container(
+            image, command=["sleep", "infinity"], name=name, user="0",
+            environment={"PATH": PATH, "LANG": "C.UTF-8"}, entrypoint=[],
+            labels={LABEL: "docker", **labels}, host_config=host_config)
+        box = cls(api, created["Id"], name, limits)
+        try:
+            api.start(box.id)
+        except BaseException:
+            box.remove()
+            raise
+        return box
+
+    def put(self, directory: str, files: Mapping[str, bytes], mode: int = 0o600) -> None:
+        """Write ``files`` (name -> content) into ``directory`` (made if missing), owned by
+        root with ``mode``."""
+        buffer = io.BytesIO()
+        with tarfile.open(fileobj=buffer, mode="w") as archive:
+            for name, content in files.items():
+                info = tarfile.TarInfo(name)
+                info.size, info.mode, info.mtime = len(content), mode, int(time.time())
+                archive.addfile(info, io.BytesIO(content))
+        self.exec(["mkdir", "-p", "-m", "700", directory], user="0", timeout=60)
+        if not self.api.put_archive(self.id, directory, buffer.getvalue()):
+            raise OSError(f"the engine refused the files for {directory} in {self.name}")
+
+    def exec(self, argv: Sequence[str], *, user: str, timeout: float, workdir: str = "/",
+             environment: Mapping[str, str] | None = None) -> CommandResult:
+        """Run ``argv`` and return its exit code and output (stdout and stderr together, in
+        ``stdout``). At ``timeout`` the container is killed: ``timed_out`` is then True."""
+        started = time.monotonic()
+        environ = {"PATH": PATH, "LANG": "C.UTF-8", "HOME": "/tmp", **(environment or {})}
+        exec_id = self.api.exec_create(self.id, list(argv), user=user, workdir=workdir,
+                                       environment=environ, stdout=True, stderr=True)["Id"]
+        stream = self.api.exec_start(exec_id, stream=True, demux=False)
+        output = _TailBuffer(self.limits.output_bytes)
+        reader = threading.Thread(target=output.drain, args=(stream,), daemon=True)
+        reader.start()
+        reader.join(timeout)
+        if reader.is_alive():
+            self.kill()
+            reader.join(30)
+            return CommandResult(exit_code=None, stdout=output.value(), timed_out=True,
+                                 duration=time.monotonic() - started)
+        if output.error is not None:
+            raise output.error
+        code = self.api.exec_inspect(exec_id).get("ExitCode")
+        return CommandResult(exit_code=code, stdout=output.value(),
+                             duration=time.monotonic() - started)
+
+    def state(self) -> dict[str, Any]:
+        """The container's state (``OOMKilled``, ``Status``, ...); ``{"error": ...}`` when the
+        engine cannot say."""
+        try:
+            return self.api.inspect_container(self.id).get("State") or {}
+        except Exception as exc:  # noqa: BLE001 - removed, or the engine is away
+            return {"error": str(exc)[:300]}
+
+    def kill(self) -> None:
+        try:
+            self.api.kill(self.id)
+        except Exception:  # noqa: BLE001 - stopped already; remove() makes sure
+            pass
+
+    def remove(self) -> str | None:
+        """Remove the container and everything in it; None once it is gone, else why not."""
+        return remove_quietly(self.api, self.id)
+
+
+class _TailBuffer:
+    """The last ``limit`` bytes of a stream, and how many were dropped before them."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit, self.dropped = limit, 0
+        self.data = bytearray()
+        self.error: BaseException | None = None
+
+    def drain(self, stream: Any) -> None:
+        try:
+            for chunk in stream:
+                self.data += chunk
+                if len(self.data) > 2 * self.limit:  # trim now and then, not per chunk
+                    self._trim()
+        except Exception as exc:  # noqa: BLE001 - the engine went away: the caller decides
+            self.error = exc
+
+    def _trim(self) -> None:
+        cut = len(self.data) - self.limit
+        if cut > 0:
+            del self.data[:cut]
+            self.dropped += cut
+
+    def value(self) -> bytes:
+        self._trim()
+        head = f"[{self.dropped} bytes of output left out]\n".encode() if self.dropped else b""
+        return head + bytes(self.data)

@@ -1,0 +1,129 @@
+"""SWE-style patch tasks on a real Docker engine: the fixture repository's image built from its
+Dockerfile, each answer applied in a fresh container, the hidden tests run and graded with
+SWE-bench's own rules (tests/fixtures/swe)."""
+
+from __future__ import annotations
+
+import difflib
+from pathlib import Path
+
+import pytest
+
+from deepgym_ray.models import Environment
+from deepgym_ray.repo_tasks import ImageRecipe
+from deepgym_ray.suites.swebench import load_swebench
+
+pytestmark = pytest.mark.e2e
+pytest.importorskip("swebench", reason="grading needs the swebench extra (setup.sh installs it)")
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "swe"
+REPO = FIXTURES / "image" / "repo"
+
+
+def edit(path: str, old: str, new: str) -> str:
+    """A git-style diff that replaces ``old`` with ``new`` in the fixture's file ``path``."""
+    before = (REPO / path).read_text()
+    assert old in before, old
+    after = before.replace(old, new, 1)
+    body = "".join(difflib.unified_diff(before.splitlines(True), after.splitlines(True),
+                                        f"a/{path}", f"b/{path}"))
+    return f"diff --git a/{path} b/{path}\n{body}"
+
+
+def new_file(path: str, text: str) -> str:
+    lines = text.splitlines(True)
+    return (f"diff --git a/{path} b/{path}\nnew file mode 100644\n--- /dev/null\n+++ b/{path}\n"
+            f"@@ -0,0 +1,{len(lines)} @@\n" + "".join(f"+{line}" for line in lines))
+
+
+@pytest.fixture(scope="module")
+def swe(docker_client):
+    from helpers.docker_engine import TEST_IMAGE
+
+    recipe = ImageRecipe.from_folder(FIXTURES / "image", BASE_IMAGE=TEST_IMAGE)
+    envs = load_swebench(FIXTURES / "tasks.jsonl", recipe=recipe, timeout=120)
+    return docker_client, {env.patch_task.instance_id: env for env in envs}
+
+
+def test_every_gold_patch_resolves_its_task(swe):
+    client, envs = swe
+    for env in envs.values():
+        result = client.run(env, f"Here is the fix:\n```diff\n{env.patch_task.gold_patch}```\n")
+        assert (result.score, result.passed, result.error_type) == (1.0, True, None), result
+        assert result.details.startswith("RESOLVED_FULL"), result.details
+        assert all(case.passed for case in result.cases)
+        assert {case.id for case in result.cases} == set(
+            env.patch_task.fail_to_pass + env.patch_task.pass_to_pass)
+
+
+CEIL = "    return (a + b) // b\n"
+ANSWERS = {
+    "empty": ("", "invalid_patch"),
+    "prose, no diff": ("I think the bug is in ceil_div.", "invalid_patch"),
+    "does not apply": (edit("minicalc/arith.py", CEIL, "    return -1\n").replace(
+        "(a + b) // b", "(a * b) // b"), "patch_apply_failed"),
+    "edits the tests": (edit("tests/test_arith.py", "def test_mean", "def test_mean_x"),
+                        "test_infra_tampering"),
+    "adds a conftest that passes everything": (new_file("conftest.py", (
+        "import pytest\n\n@pytest.hookimpl(hookwrapper=True)\n"
+        "def pytest_runtest_makereport(item, call):\n    outcome = yield\n"
+        "    report = outcome.get_result()\n    report.outcome = 'passed'\n")),
+        "test_infra_tampering"),
+    "adds sitecustomize.py": (new_file("sitecustomize.py", "import builtins\n"),
+                              "test_infra_tampering"),
+    "adds a .pth file": (new_file("minicalc/evil.pth", "import os\n"), "test_infra_tampering"),
+    "adds pytest.ini": (new_file("pytest.ini", "[pytest]\naddopts = -p no:python\n"),
+                        "test_infra_tampering"),
+    "adds a symlink": ("diff --git a/minicalc/link.py b/minicalc/link.py\nnew file mode 120000\n"
+                       "--- /dev/null\n+++ b/minicalc/link.py\n@@ -0,0 +1 @@\n+/etc/passwd\n"
+                       "\\ No newline at end of file\n", "test_infra_tampering"),
+}
+
+
+@pytest.mark.parametrize("case", list(ANSWERS))
+def test_answers_that_do_not_resolve_are_judged_zeros(swe, case):
+    client, envs = swe
+    answer, error_type = ANSWERS[case]
+    result = client.run(envs["deepgym__minicalc-1"], answer)
+    assert result.has_verdict and result.score == 0.0, result
+    assert result.error_type == error_type, result
+
+
+def test_a_wrong_patch_runs_the_tests_and_fails_them(swe):
+    client, envs = swe
+    wrong = edit("minicalc/arith.py", CEIL, "    return a // b + 1\n")  # wrong on 6/3 still
+    result = client.run(envs["deepgym__minicalc-1"], wrong)
+    assert (result.score, result.error_type) == (0.0, None), result
+    assert result.has_verdict and result.details.startswith("RESOLVED_NO"), result.details
+    failed = {case.id for case in result.cases if not case.passed}
+    assert "tests/test_arith.py::test_ceil_div_exact_multiple" in failed
+
+
+def test_partial_credit_gives_the_passing_share_of_fail_to_pass(swe):
+    client, envs = swe
+    env = envs["deepgym__minicalc-1"]
+    task = env.patch_task.model_copy(update={"partial_credit": True})
+    shaped = env.model_copy(update={"patch_task": task})
+    # Right on 0 (test_ceil_div_of_zero), still wrong on an exact multiple of b > 1.
+    half = edit("minicalc/arith.py", CEIL, "    return 0 if a == 0 else (a + b) // b\n")
+    result = client.run(shaped, half)
+    assert result.score == 0.5 and not result.passed, result
+
+
+def test_an_answer_that_hangs_the_tests_is_its_timeout(swe):
+    client, envs = swe
+    env = envs["deepgym__minicalc-1"].model_copy(update={"timeout": 15.0})
+    hang = edit("minicalc/arith.py", CEIL, "    while True:\n        pass\n")
+    result = client.run(env, hang)
+    assert (result.score, result.error_type) == (0.0, "solution_timeout"), result
+
+
+def test_a_failed_image_build_is_no_verdict_with_the_builds_error(docker_client):
+    from helpers.docker_engine import TEST_IMAGE
+
+    task = load_swebench(FIXTURES / "tasks.jsonl", image_template="unused")[0].patch_task
+    broken = ImageRecipe(dockerfile=f"FROM {TEST_IMAGE}\nRUN echo the-build-broke && exit 3\n")
+    env = Environment(name="swebench/broken", patch_task=task, image_recipe=broken)
+    result = docker_client.run_safe(env, task.gold_patch)
+    assert not result.has_verdict and result.error_type == "image_build_error", result
+    assert "the-build-broke" in result.details and broken.tag in result.details
