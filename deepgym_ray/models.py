@@ -26,7 +26,7 @@ from pydantic import (
 
 from deepgym_ray import contract
 from deepgym_ray.contract import MODEL_FAULT_ERRORS
-from deepgym_ray.repo_tasks import ImageRecipe, PatchTask
+from deepgym_ray.repo_tasks import ImageRecipe, PatchTask, TerminalTask
 from deepgym_ray.textfiles import read_text
 
 __all__ = [
@@ -68,6 +68,7 @@ class Environment(BaseModel):
     image: str | None = None
     image_recipe: ImageRecipe | None = None
     patch_task: PatchTask | None = None
+    terminal_task: TerminalTask | None = None
     env_vars: dict[str, str] = Field(default_factory=dict)
     difficulty: str | None = None
     domain: str | None = None
@@ -119,13 +120,16 @@ class Environment(BaseModel):
 
     @model_validator(mode="after")
     def _check_verifier_and_timeouts(self) -> Environment:
-        if self.patch_task is not None:
+        if self.patch_task is not None or self.terminal_task is not None:
+            if self.patch_task is not None and self.terminal_task is not None:
+                raise ValueError(f"environment {self.name!r}: give patch_task or "
+                                 "terminal_task, not both")
             if self.verifier_code is not None or self.verifier_path is not None:
-                raise ValueError(f"environment {self.name!r}: a patch task is judged by its "
-                                 "tests; give no verifier")
+                raise ValueError(f"environment {self.name!r}: a repository task is judged by "
+                                 "its tests; give no verifier")
             if self.image is None and self.image_recipe is None:
-                raise ValueError(f"environment {self.name!r}: a patch task needs `image` (the "
-                                 "repository at its base commit) or `image_recipe`")
+                raise ValueError(f"environment {self.name!r}: a repository task needs `image` "
+                                 "(its code base) or `image_recipe`")
             return self
         if self.verifier_code is None and self.verifier_path is None:
             raise ValueError(f"environment {self.name!r} needs verifier_code or verifier_path")

@@ -25,7 +25,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-__all__ = ["ImageRecipe", "PatchTask"]
+__all__ = ["ImageRecipe", "PatchTask", "TerminalTask"]
 
 # SWE-bench's own test command for pytest repositories, with the interpreter isolated: no
 # PYTHONPATH, no user site, no current directory on sys.path before pytest adds the rootdir.
@@ -156,3 +156,43 @@ def patched_paths(diff: str) -> list[str]:
             if path and path != "/dev/null":
                 seen.setdefault(path.strip().strip('"'), None)
     return list(seen)
+
+
+class TerminalTask(BaseModel):
+    """One Terminal-Bench task in Harbor's format: the agent's answer is a shell script run in
+    the task's container; the task's tests (``tests/test.sh`` and the files beside it) then run
+    in a fresh container of the same image holding only the agent's work directory, and write
+    the reward to ``/logs/verifier/reward.json`` or ``reward.txt``."""
+
+    # Test files are bytes: as JSON they go base64.
+    model_config = ConfigDict(extra="forbid", frozen=True, ser_json_bytes="base64",
+                              val_json_bytes="base64")
+
+    instruction: str = ""
+    tests: dict[str, bytes]
+    solution: str | None = None
+    agent_timeout: float = Field(default=600.0, gt=0)
+    verifier_timeout: float = Field(default=600.0, gt=0)
+    workdir: str = "/app"
+    agent_user: str = "0"
+    memory_mb: int = Field(default=2048, gt=0)
+    cpus: float = Field(default=1.0, gt=0)
+
+    @field_validator("tests")
+    @classmethod
+    def _has_test_sh(cls, tests: dict[str, bytes]) -> dict[str, bytes]:
+        for raw in tests:
+            path = PurePosixPath(raw)
+            if not raw or path.is_absolute() or ".." in path.parts:
+                raise ValueError(f"test file {raw!r} must be a relative path without '..'")
+        if "test.sh" not in tests:
+            raise ValueError("a Harbor task's tests need test.sh")
+        return tests
+
+    @field_validator("workdir")
+    @classmethod
+    def _absolute(cls, value: str) -> str:
+        if not value.startswith("/") or ".." in PurePosixPath(value).parts or value == "/":
+            raise ValueError(f"workdir {value!r} must be an absolute path without '..', "
+                             "not /")
+        return value.rstrip("/")

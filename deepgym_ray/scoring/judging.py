@@ -91,6 +91,10 @@ def judge(provider: SandboxProvider, env: Environment, code: str,
         from deepgym_ray.scoring.patch_judging import judge_patch
 
         return judge_patch(provider, env, code, cancel)
+    if env.terminal_task is not None:  # a Terminal-Bench task: its test.sh writes the reward
+        from deepgym_ray.scoring.terminal_judging import judge_terminal
+
+        return judge_terminal(provider, env, code, cancel)
     started = time.monotonic()
     try:
         files = sandbox_files(env, code)

@@ -1,7 +1,8 @@
 """Benchmark suites turned into environments, and the one resolver of the names a user gives.
 
 - :mod:`~deepgym_ray.suites.catalog`: the suites by name (``builtin``, ``humaneval``,
-  ``swebench``/``swebench_pro`` from a local file of rows), loaded
+  ``swebench``/``swebench_pro`` from a local file of rows, ``terminal_bench``/
+  ``terminal_bench_2`` from a folder of Harbor tasks), loaded
   only when one is asked for;
 - :mod:`~deepgym_ray.suites.resolver`: what a name stands for (a suite, a suite member, a
   built-in environment or a folder), for the API and the CLI.
@@ -11,7 +12,8 @@ suites read them, and envs knows nothing of suites.
 
 Example:
     >>> list_suites()
-    ['builtin', 'humaneval', 'swebench', 'swebench_pro']
+    ['builtin', 'humaneval', 'swebench', 'swebench_pro', 'terminal_bench',
+     'terminal_bench_2']
     >>> load_environment("builtin/coin_change").name
     'coin_change'
 """

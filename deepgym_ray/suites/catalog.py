@@ -5,7 +5,7 @@ A suite is a named list of environments; its members are named ``SUITE/ID`` (``h
 
 Example:
     >>> list_suites()
-    ['builtin', 'humaneval', 'swebench', 'swebench_pro']
+    ['builtin', 'humaneval', 'swebench', 'swebench_pro', 'terminal_bench', 'terminal_bench_2']
     >>> load_suite("humaneval")[0].name
     'humaneval/0'
     >>> load_suite_environment("humaneval/0").name
@@ -38,9 +38,15 @@ _SUITES: dict[str, tuple[str, str, str]] = {
     "swebench": ("deepgym_ray.suites.swebench", "load_swebench", "load_swebench_environment"),
     "swebench_pro": ("deepgym_ray.suites.swebench", "load_swebench",
                      "load_swebench_environment"),
+    # Terminal-Bench tasks in Harbor's format, from a local folder (path=...).
+    "terminal_bench": ("deepgym_ray.suites.terminal_bench", "load_terminal_bench",
+                       "load_terminal_bench_environment"),
+    "terminal_bench_2": ("deepgym_ray.suites.terminal_bench", "load_terminal_bench",
+                         "load_terminal_bench_environment"),
 }
-# Suites that read the user's own files: their loaders take options (path=...).
-_TAKES_OPTIONS = {"swebench", "swebench_pro"}
+# Suites that read the user's own files: their loaders take options (path=...) and the
+# suite's name (the prefix of their members' names).
+_TAKES_OPTIONS = {"swebench", "swebench_pro", "terminal_bench", "terminal_bench_2"}
 
 
 class UnknownSuiteError(KeyError, ValueError):
@@ -68,7 +74,7 @@ def _loader(suite: str, which: int) -> Callable:
 def _options(suite: str, options: dict) -> dict:
     key = suite.strip().lower()
     if key in _TAKES_OPTIONS:
-        return {"suite": key, **options} if key.startswith("swebench") else options
+        return {"suite": key, **options}
     if options:
         raise TypeError(f"suite {suite!r} takes no options (got {', '.join(options)})")
     return {}

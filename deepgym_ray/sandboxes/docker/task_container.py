@@ -27,15 +27,20 @@ import threading
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import PurePosixPath
 from typing import Any
 
 from deepgym_ray.sandboxes.base import CommandResult
 from deepgym_ray.sandboxes.docker.container import LABEL, PATH, remove_quietly
 
-__all__ = ["TaskContainer", "TaskLimits"]
+__all__ = ["ArchiveTooLarge", "TaskContainer", "TaskLimits"]
 
 # Root applies patches to files it may not own, and makes the run's own directory.
 TASK_CAPS = ["CHOWN", "DAC_OVERRIDE", "FOWNER"]
+
+
+class ArchiveTooLarge(Exception):
+    """A directory copied out of a container was larger than allowed."""
 
 
 @dataclass(frozen=True)
@@ -78,18 +83,43 @@ class TaskContainer:
             raise
         return box
 
-    def put(self, directory: str, files: Mapping[str, bytes], mode: int = 0o600) -> None:
+    def put(self, directory: str, files: Mapping[str, bytes], mode: int = 0o600,
+            directory_mode: int = 0o700) -> None:
         """Write ``files`` (name -> content) into ``directory`` (made if missing), owned by
         root with ``mode``."""
         buffer = io.BytesIO()
         with tarfile.open(fileobj=buffer, mode="w") as archive:
+            for name in sorted({str(PurePosixPath(n).parent) for n in files} - {"."}):
+                info = tarfile.TarInfo(name)
+                info.type, info.mode = tarfile.DIRTYPE, directory_mode
+                archive.addfile(info)
             for name, content in files.items():
                 info = tarfile.TarInfo(name)
                 info.size, info.mode, info.mtime = len(content), mode, int(time.time())
                 archive.addfile(info, io.BytesIO(content))
-        self.exec(["mkdir", "-p", "-m", "700", directory], user="0", timeout=60)
-        if not self.api.put_archive(self.id, directory, buffer.getvalue()):
+        self.exec(["mkdir", "-p", "-m", f"{directory_mode:o}", directory], user="0", timeout=60)
+        self.put_tar(directory, buffer.getvalue())
+
+    def put_tar(self, directory: str, data: bytes) -> None:
+        """Unpack the tar archive ``data`` into ``directory``."""
+        if not self.api.put_archive(self.id, directory, data):
             raise OSError(f"the engine refused the files for {directory} in {self.name}")
+
+    def archive(self, path: str, limit: int) -> bytes | None:
+        """A tar archive of ``path`` (its last component the archive's top entry); None when
+        it is missing. ArchiveTooLarge past ``limit`` bytes."""
+        import docker.errors
+
+        try:
+            stream, _ = self.api.get_archive(self.id, path)
+        except docker.errors.NotFound:
+            return None
+        data = bytearray()
+        for chunk in stream:
+            data += chunk
+            if len(data) > limit:
+                raise ArchiveTooLarge(f"{path} in {self.name} holds more than {limit} bytes")
+        return bytes(data)
 
     def exec(self, argv: Sequence[str], *, user: str, timeout: float, workdir: str = "/",
              environment: Mapping[str, str] | None = None) -> CommandResult:

@@ -1,0 +1,13 @@
+"""A Terminal-Bench answer does the task only if its container has a network interface besides
+loopback (it would then fetch its answer): it must have none."""
+
+import pytest
+from repo_attacks import RIGHT_COUNT, terminal_attack
+
+SCRIPT = ("if ls /sys/class/net | grep -qv '^lo$'; then "
+          + RIGHT_COUNT.format(log="/app/server.log") + "; fi\n")
+
+
+@pytest.mark.parametrize("provider", ["docker"])
+def test_alone(docker_client, provider):
+    terminal_attack(docker_client, SCRIPT)
