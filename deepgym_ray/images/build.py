@@ -29,8 +29,12 @@ __all__ = ["ImageBuildError", "build_log_path", "ensure_image"]
 logger = logging.getLogger(__name__)
 
 BUILD_TIMEOUT = 3600.0
-#: Images this process built, by tag (a node's builder reports them: one build per hash).
+#: Builds this process started, by tag (a node's builder reports them: one per hash).
 BUILDS: collections.Counter[str] = collections.Counter()
+#: A failed build is not tried again for this long: the runs that wait for it, and those
+#: that come soon after, get its error at once (a transient failure is tried again later).
+FAILURE_MEMORY = 600.0
+_failed: dict[str, tuple[float, str]] = {}
 _locks: dict[str, threading.Lock] = {}
 _locks_guard = threading.Lock()
 
@@ -79,9 +83,17 @@ def ensure_image(api: Any, recipe: ImageRecipe, timeout: float = BUILD_TIMEOUT) 
     with _locks_guard:
         lock = _locks.setdefault(tag, threading.Lock())
     with lock:
+        failed = _failed.get(tag)
+        if failed is not None and time.monotonic() - failed[0] < FAILURE_MEMORY:
+            raise ImageBuildError(failed[1])
         if _exists(api, tag):
             return tag
-        _build(api, recipe, tag, timeout)
+        try:
+            _build(api, recipe, tag, timeout)
+        except ImageBuildError as exc:
+            _failed[tag] = (time.monotonic(), str(exc))
+            raise
+        _failed.pop(tag, None)
     return tag
 
 
@@ -89,6 +101,7 @@ def _build(api: Any, recipe: ImageRecipe, tag: str, timeout: float) -> None:
     log_path = build_log_path(recipe)
     log_path.parent.mkdir(parents=True, exist_ok=True)
     started = time.monotonic()
+    BUILDS[tag] += 1
     logger.info("building image %s (log: %s)", tag, log_path)
     error: str | None = None
     with open(log_path, "w", encoding="utf-8") as log:
@@ -113,5 +126,4 @@ def _build(api: Any, recipe: ImageRecipe, tag: str, timeout: float) -> None:
         tail = "".join(log_path.read_text(encoding="utf-8").splitlines(keepends=True)[-12:])
         raise ImageBuildError(f"building the task image {tag} failed: {error}\n"
                               f"(build log: {log_path})\n{tail.rstrip()}")
-    BUILDS[tag] += 1
     logger.info("built image %s in %.0fs", tag, time.monotonic() - started)

@@ -45,7 +45,7 @@ class NodeImageBuilder:
         return ensure_image(self._api, recipe)
 
     def builds(self) -> dict[str, int]:
-        """How many times each tag was built here."""
+        """How many builds of each tag this node's builder started (failed ones too)."""
         from deepgym_ray.images.build import BUILDS
 
         return dict(BUILDS)
