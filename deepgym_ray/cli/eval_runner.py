@@ -15,6 +15,7 @@ Example:
 
 from __future__ import annotations
 
+import collections
 import difflib
 import hashlib
 import json
@@ -102,6 +103,10 @@ def solution_jobs(envs: Sequence[Environment], path: str | Path) -> list[Job]:
 
     by_name = {env.name: env for env in envs}
     by_lower = {env.name.lower(): env for env in envs}
+    # A suite's own task ids (SWE-bench's instance_id) name members SUITE/<id>.
+    last_parts = collections.Counter(env.name.rsplit("/", 1)[-1] for env in envs)
+    by_last = {env.name.rsplit("/", 1)[-1]: env for env in envs if "/" in env.name
+               and last_parts[env.name.rsplit("/", 1)[-1]] == 1}
     single = envs[0] if len(envs) == 1 else None
     counts: dict[str, int] = {}
     jobs: list[Job] = []
@@ -126,7 +131,8 @@ def solution_jobs(envs: Sequence[Environment], path: str | Path) -> list[Job]:
                 if native is not None and native[0] in by_name:
                     env, answer, is_code = by_name[native[0]], native[1], True
             if env is None:
-                env = by_name.get(line.task_id) or by_lower.get(line.task_id.lower())
+                env = by_name.get(line.task_id) or by_lower.get(line.task_id.lower()) \
+                    or by_last.get(line.task_id)
             if env is None:
                 close = difflib.get_close_matches(line.task_id, list(by_name), n=3, cutoff=0.6)
                 hint = f" (close: {', '.join(close)})" if close else ""

@@ -127,13 +127,15 @@ def client_for(config: DeepGymConfig) -> DeepGym:
         raise BadInput(f"--mode {config.mode}: {exc}") from None
 
 
-def load_target(target: str) -> list[Any]:
+def load_target(target: str, path: str | None = None) -> list[Any]:
     from deepgym_ray.suites import UnknownEnvironmentError, resolve_environments
     from deepgym_ray.suites.humaneval import HumanEvalUnavailable
 
     try:
-        return resolve_environments(target)
+        return resolve_environments(target, **({"path": path} if path else {}))
     except (UnknownEnvironmentError, HumanEvalUnavailable) as exc:
+        raise BadInput(str(exc)) from None
+    except TypeError as exc:  # --path for a target that reads no files
         raise BadInput(str(exc)) from None
     except (ValueError, OSError) as exc:  # a folder that is not a valid environment
         raise BadInput(f"cannot load environment {target!r}: {exc}") from None

@@ -8,6 +8,9 @@ One JSON object per line; blank lines are skipped. Keys:
 - ``completion``: the model's output, a string or a conversation (a list of chat messages);
   the code that runs is its last fenced block, or the whole text when it has none.
 - ``code`` (instead of ``completion``): the program itself, run exactly as given.
+- SWE-bench's predictions format is read as it is: ``instance_id`` names the task (an
+  environment ``SUITE/<instance_id>``) and ``model_patch`` is the answer, applied as given;
+  ``model_name_or_path`` is ignored.
 
 The same ``task_id`` may appear on many lines (several samples per task, as for pass@k):
 the samples are numbered 0, 1, ... in file order.
@@ -34,7 +37,7 @@ from typing import Any
 
 __all__ = ["SolutionLine", "SolutionsFileError", "read_solutions"]
 
-_TASK_KEYS = ("task_id", "env", "env_name")
+_TASK_KEYS = ("task_id", "env", "env_name", "instance_id")
 
 
 class SolutionsFileError(ValueError):
@@ -66,6 +69,12 @@ def _task_id(record: dict[str, Any], where: str) -> str | None:
 
 
 def _answer(record: dict[str, Any], where: str) -> tuple[Any, bool]:
+    if "model_patch" in record and not ({"completion", "code"} & set(record)):
+        patch = record["model_patch"]  # SWE-bench's predictions: null when the model gave none
+        if patch is not None and not isinstance(patch, str):
+            raise SolutionsFileError(f"{where}: 'model_patch' must be a string or null, "
+                                     f"got {type(patch).__name__}")
+        return patch or "", True
     if "completion" in record and "code" in record:
         raise SolutionsFileError(f"{where}: give 'completion' or 'code', not both")
     if "code" in record:

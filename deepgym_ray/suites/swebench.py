@@ -79,7 +79,8 @@ def row_to_environment(row: dict[str, Any], *, suite: str = "swebench",
         raise ValueError(f"{suite} row {where}: no image (columns {', '.join(IMAGE_COLUMNS)}, "
                          "or give image_template or recipe)")
     return Environment(name=f"{suite}/{task.instance_id}", task=task.problem_statement,
-                       patch_task=task, image=image, image_recipe=None if image else recipe,
+                       patch_task=task, reference_solution=task.gold_patch, image=image,
+                       image_recipe=None if image else recipe,
                        timeout=timeout, domain="repository", tags=["patch", suite])
 
 

@@ -81,6 +81,7 @@ def load_harbor_task(folder: str | Path, *, suite: str = "terminal_bench",
         cpus=float(environment.get("cpus", 1)))
     metadata = config.get("metadata", {})
     return Environment(name=f"{suite}/{folder.name}", task=task.instruction, terminal_task=task,
+                       reference_solution=task.solution,
                        image=image, image_recipe=recipe,
                        timeout=agent_timeout + task.verifier_timeout,
                        difficulty=metadata.get("difficulty"), domain=metadata.get("category"),
