@@ -1,6 +1,7 @@
 """SWE-style patch tasks on a real Docker engine: the fixture repository's image built from its
 Dockerfile, each answer applied in a fresh container, the hidden tests run and graded with
-SWE-bench's own rules (tests/fixtures/swe)."""
+SWE-bench's own rules (tests/fixtures/swe). The patches that tamper with the tests or load
+themselves into the test run are attacks of the security battery (tests/security/test_patch_*)."""
 
 from __future__ import annotations
 
@@ -28,12 +29,6 @@ def edit(path: str, old: str, new: str) -> str:
     body = "".join(difflib.unified_diff(before.splitlines(True), after.splitlines(True),
                                         f"a/{path}", f"b/{path}"))
     return f"diff --git a/{path} b/{path}\n{body}"
-
-
-def new_file(path: str, text: str) -> str:
-    lines = text.splitlines(True)
-    return (f"diff --git a/{path} b/{path}\nnew file mode 100644\n--- /dev/null\n+++ b/{path}\n"
-            f"@@ -0,0 +1,{len(lines)} @@\n" + "".join(f"+{line}" for line in lines))
 
 
 @pytest.fixture(scope="module")
@@ -64,19 +59,6 @@ ANSWERS = {
         "(a + b) // b", "(a * b) // b"), "patch_apply_failed"),
     "edits the tests": (edit("tests/test_arith.py", "def test_mean", "def test_mean_x"),
                         "test_infra_tampering"),
-    "adds a conftest that passes everything": (new_file("conftest.py", (
-        "import pytest\n\n@pytest.hookimpl(hookwrapper=True)\n"
-        "def pytest_runtest_makereport(item, call):\n    outcome = yield\n"
-        "    report = outcome.get_result()\n    report.outcome = 'passed'\n")),
-        "test_infra_tampering"),
-    "adds sitecustomize.py": (new_file("sitecustomize.py", "import builtins\n"),
-                              "test_infra_tampering"),
-    "adds a .pth file": (new_file("minicalc/evil.pth", "import os\n"), "test_infra_tampering"),
-    "adds pytest.ini": (new_file("pytest.ini", "[pytest]\naddopts = -p no:python\n"),
-                        "test_infra_tampering"),
-    "adds a symlink": ("diff --git a/minicalc/link.py b/minicalc/link.py\nnew file mode 120000\n"
-                       "--- /dev/null\n+++ b/minicalc/link.py\n@@ -0,0 +1 @@\n+/etc/passwd\n"
-                       "\\ No newline at end of file\n", "test_infra_tampering"),
 }
 
 
