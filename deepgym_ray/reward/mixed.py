@@ -71,6 +71,9 @@ class MixedEnvironment:
     """Several environments, drawn by weight for datasets and routed by row metadata for scoring.
 
     ``environments`` is a list of ``(environment, weight)`` pairs; a bare environment weighs 1.
+    An environment may be a suite, a list of environments (``resolve_environments("swebench_pro",
+    path=...)``): its members share its weight evenly, and rows reach them by ``instance_id``
+    or ``task_id`` (rule 3).
     An environment may also be given by name, loaded with
     :func:`deepgym_ray.suites.load_environment`. Weights are finite and >= 0, with a positive sum;
     names are unique.
@@ -78,7 +81,8 @@ class MixedEnvironment:
 
     def __init__(
         self,
-        environments: Iterable[tuple[Environment | str, float] | Environment | str],
+        environments: Iterable[tuple[Environment | str | list[Environment], float]
+                               | Environment | str | list[Environment]],
         *,
         task_id_fields: Sequence[str] = TASK_ID_FIELDS,
     ) -> None:
@@ -86,15 +90,20 @@ class MixedEnvironment:
         weights: list[float] = []
         for position, item in enumerate(environments):
             env, weight = item if isinstance(item, tuple) else (item, 1.0)
-            env = self._as_environment(env, position)
+            # A suite (a list of environments, as resolve_environments gives) shares its
+            # weight evenly among its members.
+            members = [self._as_environment(e, position) for e in env] \
+                if isinstance(env, list) else [self._as_environment(env, position)]
+            if not members:
+                raise ValueError(f"environments[{position}] is an empty suite")
             if isinstance(weight, bool) or not isinstance(weight, (int, float)) \
                     or not math.isfinite(weight) or weight < 0:
                 raise ValueError(
-                    f"environment {env.name!r}: weight must be a finite number >= 0, "
+                    f"environment {members[0].name!r}: weight must be a finite number >= 0, "
                     f"got {weight!r}"
                 )
-            envs.append(env)
-            weights.append(float(weight))
+            envs.extend(members)
+            weights.extend([float(weight) / len(members)] * len(members))
         if not envs:
             raise ValueError("MixedEnvironment needs at least one (environment, weight) pair")
         if sum(weights) <= 0:
