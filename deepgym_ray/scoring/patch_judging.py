@@ -51,6 +51,20 @@ _CI = {".github", ".gitlab-ci.yml", ".circleci", ".travis.yml", "azure-pipelines
 _TEST_DIRS = {"test", "tests", "testing"}
 # The work tree may belong to another user of the image: git must not refuse it as root.
 GIT = ["git", "-c", "safe.directory=*"]
+_STATUS, _LINKS = b"\0DEEPGYM-STATUS\0", b"\0DEEPGYM-LINKS\0"
+# Exit 3: git apply refused the patch (its words on stdout). Else: git status -z and the
+# symlinks among the changed paths, each after its marker (NUL-framed: no path holds a NUL,
+# and a status entry starts with its two status letters). Our own script, run as root before
+# any of the answer's code runs: nothing of the answer's can print here.
+_APPLY_AND_LIST = (
+    'set -f; g="git -c safe.directory=*"; '
+    f"$g apply --verbose {RUN_DIR}/answer.diff 2>&1 || exit 3; "
+    "printf '\\000DEEPGYM-STATUS\\000'; "
+    "$g status --porcelain=v1 -z --untracked-files=all --ignored=matching --no-renames "
+    f"> {RUN_DIR}/status || exit 4; cat {RUN_DIR}/status; "
+    "printf '\\000DEEPGYM-LINKS\\000'; "
+    f"sed -z 's/^...//' {RUN_DIR}/status | xargs -0 -r sh -c "
+    "'for p; do [ -L \"$p\" ] && printf \"%s\\000\" \"$p\"; done; true' sh")
 _CORRUPT = ("corrupt patch", "no valid patches", "unrecognized input", "patch fragment without")
 
 
@@ -92,7 +106,7 @@ def judge_patch(provider, env: Environment, diff: str, cancel=None) -> RunResult
         exc.sandbox_id = exc.sandbox_id or box.name
         raise
     finally:
-        box.remove()
+        provider.end_task_container(box)
     result.duration = time.monotonic() - started
     result.env_name, result.sandbox_id = env.name, box.name
     return result
@@ -101,14 +115,18 @@ def judge_patch(provider, env: Environment, diff: str, cancel=None) -> RunResult
 def _run(box, env: Environment, task: PatchTask, diff: str,
          grade: Callable[[str], RunResult]) -> RunResult:
     box.put(RUN_DIR, {"answer.diff": _text(diff), "test.diff": _text(task.test_patch)})
-    applied = _root(box, task, [*GIT, "apply", "--verbose", f"{RUN_DIR}/answer.diff"])
-    if applied.exit_code != 0:
-        said = applied.stdout.decode("utf-8", "replace")
-        kind = ("invalid_patch" if any(w in said.lower() for w in _CORRUPT)
+    # One call: apply, then git's list of what changed, then which of those are symlinks.
+    applied = _root(box, task, ["sh", "-c", _APPLY_AND_LIST])
+    said = applied.stdout
+    if applied.exit_code == 3:
+        text = said.decode("utf-8", "replace")
+        kind = ("invalid_patch" if any(w in text.lower() for w in _CORRUPT)
                 else "patch_apply_failed")
-        return _judged(kind, f"git apply refused the patch: {_tail(said)}")
+        return _judged(kind, f"git apply refused the patch: {_tail(text)}")
+    if applied.exit_code != 0 or _STATUS not in said or _LINKS not in said:
+        raise SandboxError(f"listing the patch's changes failed: {_tail(said)}")
     test_files = task.test_files
-    refused = _tampering(box, task, set(test_files))
+    refused = _tampering(said.split(_STATUS, 1)[1], set(test_files))
     if refused:
         return _judged("test_infra_tampering", refused)
     _restore_and_apply_tests(box, task, test_files)
@@ -131,24 +149,19 @@ def _root(box, task: PatchTask, argv: list[str]) -> CommandResult:
     return box.exec(argv, user="0", timeout=SETUP_TIMEOUT, workdir=task.workdir)
 
 
-def _tampering(box, task: PatchTask, test_files: set[str]) -> str | None:
-    """Why the applied patch is refused (a path git reports changed, or a symlink it made)."""
-    listed = _root(box, task, [*GIT, "status", "--porcelain=v1", "-z", "--untracked-files=all",
-                               "--ignored=matching", "--no-renames"])
-    if listed.exit_code != 0:
-        raise SandboxError(f"git status failed in the task's work tree: {_tail(listed.stdout)}")
+def _tampering(listing: bytes, test_files: set[str]) -> str | None:
+    """Why the applied patch is refused: a changed path (git status -z entries, then the
+    symlinks among them after their marker), or None."""
+    status, _, links = listing.partition(_LINKS)  # the first: no status entry is the marker
     changed = [entry[3:].decode("utf-8", "surrogateescape")
-               for entry in listed.stdout.split(b"\0") if len(entry) > 3]
+               for entry in status.split(b"\0") if len(entry) > 3]
     for path in changed:
         why = refused_path(path.rstrip("/"), test_files)
         if why:
             return f"the patch changes {path}: {why}"
-    if changed:
-        links = _root(box, task, ["sh", "-c", 'for p; do [ -L "$p" ] && printf "%s\\n" "$p"; '
-                                  "done; true", "sh", *changed])
-        if links.stdout.strip():
-            first = links.stdout.decode("utf-8", "replace").splitlines()[0]
-            return f"the patch adds a symlink: {first}"
+    symlinks = [p for p in links.decode("utf-8", "replace").split("\0") if p]
+    if symlinks:
+        return f"the patch adds a symlink: {symlinks[0]}"
     return None
 
 

@@ -82,7 +82,7 @@ def _agent_phase(provider, image: str, limits: TaskLimits, task: TerminalTask,
                                 f"{WORKDIR_LIMIT >> 20} MiB in {task.workdir}")
         return data or b"", None
     finally:
-        box.remove()
+        provider.end_task_container(box)
 
 
 def _grading_phase(provider, image: str, limits: TaskLimits, task: TerminalTask,
@@ -106,7 +106,7 @@ def _grading_phase(provider, image: str, limits: TaskLimits, task: TerminalTask,
                            f"limit of {task.verifier_timeout:g}s on the script's work")
         rewards = box.archive(LOGS, 1 << 20)
     finally:
-        box.remove()
+        provider.end_task_container(box)
     reward = _reward(rewards)
     output = ran.stdout.decode("utf-8", "replace")[-1500:].strip()
     note = f"; dropped from the work directory: {', '.join(dropped[:5])}" if dropped else ""

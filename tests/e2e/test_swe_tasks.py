@@ -109,3 +109,18 @@ def test_a_failed_image_build_is_no_verdict_with_the_builds_error(docker_client)
     result = docker_client.run_safe(env, task.gold_patch)
     assert not result.has_verdict and result.error_type == "image_build_error", result
     assert "the-build-broke" in result.details and broken.tag in result.details
+
+
+def test_close_removes_every_task_container_and_the_spare(swe):
+    from helpers.docker_engine import make_docker_client
+
+    _, envs = swe
+    client = make_docker_client(backend="threads")
+    provider = client.provider
+    env = envs["deepgym__minicalc-2"]
+    assert client.run(env, env.patch_task.gold_patch).score == 1.0
+    api = provider._client()
+    mine = {"label": f"deepgym.instance={provider.instance}"}
+    assert api.containers(all=True, filters=mine)  # the spare started behind the run
+    client.close()
+    assert api.containers(all=True, filters=mine) == []

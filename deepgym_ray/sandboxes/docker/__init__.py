@@ -69,7 +69,8 @@ from deepgym_ray.sandboxes.docker.container import (
     remove_stale,
 )
 from deepgym_ray.sandboxes.docker.engine_errors import engine_error
-from deepgym_ray.sandboxes.docker.task_container import TaskContainer, TaskLimits
+from deepgym_ray.sandboxes.docker.repository_tasks import RepositoryTasks
+from deepgym_ray.sandboxes.docker.task_container import TaskContainers
 from deepgym_ray.sandboxes.teardown import Teardown
 
 __all__ = ["DEFAULT_IMAGE", "DockerProvider"]
@@ -118,7 +119,7 @@ def _owner() -> str:
     return f"{socket.gethostname()}:{os.getpid()}"
 
 
-class DockerProvider(SandboxProvider):
+class DockerProvider(RepositoryTasks, SandboxProvider):
     """Warm containers on a Docker engine (see the module docstring).
 
     ``image``: the image for environments that name none (any image with ``python3``; default
@@ -166,6 +167,7 @@ class DockerProvider(SandboxProvider):
         self._teardown = Teardown()  # removals on background threads, starts in flight
         self._started_any = False  # a container may exist: close lists them by label
         self._closed = False
+        self._tasks: TaskContainers | None = None  # see RepositoryTasks
         #: Builds a task's image on this node (a pool sets it to the node's builder actor).
         self.image_builder: Callable[[ImageRecipe], str] | None = None
 
@@ -355,6 +357,8 @@ class DockerProvider(SandboxProvider):
         naming the containers it could not remove."""
         with self._lock:
             self._closed = True
+            if self._tasks is not None:
+                self._tasks.close()
             boxes = list(self._live)
             self._live.clear()
             self._idle.clear()
@@ -367,31 +371,6 @@ class DockerProvider(SandboxProvider):
         if left:
             raise SandboxError("the docker provider could not remove its containers: " + "; "
                                .join(f"{name} ({why})" for name, why in sorted(left.items())))
-
-    # --- repository tasks (see scoring/patch_judging.py) -----------------------------------
-
-    def task_image(self, env: Environment) -> str:
-        """The image a repository task runs in: ``env.image`` as named, or its recipe's,
-        built on this node first if missing (by ``image_builder`` when the pool set one: one
-        build per node). ImageBuildError when the build fails."""
-        if env.image_recipe is None:
-            return env.image or self.image
-        if self.image_builder is not None:
-            return self.image_builder(env.image_recipe)
-        from deepgym_ray.images import ensure_image
-
-        return ensure_image(self._client(), env.image_recipe)
-
-    def start_task_container(self, image: str, limits: TaskLimits | None = None
-                             ) -> TaskContainer:
-        """A fresh container of ``image`` for one run; the caller removes it."""
-        api = self._client()
-        self._started_any = True  # close() then sweeps it by label if the caller could not
-        try:
-            return TaskContainer.start(api, image, limits or TaskLimits(),
-                                       self.settings.labels)
-        except Exception as exc:  # noqa: BLE001 - SDK and transport errors
-            raise engine_error(exc, image) from exc
 
     def containers(self) -> list[str]:
         """Names of this provider's live containers (for tests and diagnosis)."""

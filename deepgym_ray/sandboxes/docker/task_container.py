@@ -85,20 +85,24 @@ class TaskContainer:
 
     def put(self, directory: str, files: Mapping[str, bytes], mode: int = 0o600,
             directory_mode: int = 0o700) -> None:
-        """Write ``files`` (name -> content) into ``directory`` (made if missing), owned by
-        root with ``mode``."""
+        """Write ``files`` (name -> content) into ``directory`` (an absolute path whose parent
+        exists; made if missing), owned by root with ``mode``; one call to the engine."""
+        top = PurePosixPath(directory).relative_to("/")
+        names = [top / name for name in files]
+        # ``directory`` and what is below it; never its parents (their modes are the image's)
+        folders = {parent for name in names for parent in name.parents
+                   if parent == top or top in parent.parents}
         buffer = io.BytesIO()
         with tarfile.open(fileobj=buffer, mode="w") as archive:
-            for name in sorted({str(PurePosixPath(n).parent) for n in files} - {"."}):
-                info = tarfile.TarInfo(name)
+            for folder in sorted(folders, key=lambda f: len(f.parts)):
+                info = tarfile.TarInfo(str(folder))
                 info.type, info.mode = tarfile.DIRTYPE, directory_mode
                 archive.addfile(info)
-            for name, content in files.items():
-                info = tarfile.TarInfo(name)
+            for name, content in zip(names, files.values(), strict=True):
+                info = tarfile.TarInfo(str(name))
                 info.size, info.mode, info.mtime = len(content), mode, int(time.time())
                 archive.addfile(info, io.BytesIO(content))
-        self.exec(["mkdir", "-p", "-m", f"{directory_mode:o}", directory], user="0", timeout=60)
-        self.put_tar(directory, buffer.getvalue())
+        self.put_tar("/", buffer.getvalue())
 
     def put_tar(self, directory: str, data: bytes) -> None:
         """Unpack the tar archive ``data`` into ``directory``."""
@@ -191,3 +195,66 @@ class _TailBuffer:
         self._trim()
         head = f"[{self.dropped} bytes of output left out]\n".encode() if self.dropped else b""
         return head + bytes(self.data)
+
+
+class TaskContainers:
+    """A provider's task containers: each run takes a fresh one and gives it back to be
+    removed on a background thread. One spare per image and limits is started ahead, while
+    the run that took the last one goes on, so a run does not wait for a container to start
+    (a spare has never run anything: it is as fresh as one started for the run).
+
+    ``teardown`` (the provider's) tracks starts and removals, so the provider's ``close``
+    waits for them; ``close`` here removes the spares.
+    """
+
+    def __init__(self, api: Any, labels: Mapping[str, str], teardown: Any) -> None:
+        self.api, self.labels, self.teardown = api, dict(labels), teardown
+        self._spares: dict[tuple[str, TaskLimits], TaskContainer] = {}
+        self._starting: set[tuple[str, TaskLimits]] = set()
+        self._lock = threading.Lock()
+        self._closed = False
+
+    def take(self, image: str, limits: TaskLimits) -> TaskContainer:
+        """A fresh container of ``image``; a spare for the next run starts behind it."""
+        key = (image, limits)
+        with self._lock:
+            box = self._spares.pop(key, None)
+        if box is None:
+            with self.teardown.creating():
+                box = TaskContainer.start(self.api, image, limits, self.labels)
+        self._start_spare(key)
+        return box
+
+    def give_back(self, box: TaskContainer) -> None:
+        """Remove ``box`` on a background thread (the run need not wait for the engine)."""
+        self.teardown.spawn(box.name, remove_quietly, self.api, box.id)
+
+    def _start_spare(self, key: tuple[str, TaskLimits]) -> None:
+        with self._lock:
+            if self._closed or key in self._spares or key in self._starting:
+                return
+            self._starting.add(key)
+        threading.Thread(target=self._spare, args=(key,), daemon=True).start()
+
+    def _spare(self, key: tuple[str, TaskLimits]) -> None:
+        box = None
+        try:
+            with self.teardown.creating():
+                box = TaskContainer.start(self.api, key[0], key[1], self.labels)
+        except Exception:  # noqa: BLE001 - the next run starts its own and says why
+            pass
+        with self._lock:
+            self._starting.discard(key)
+            keep = box is not None and not self._closed and key not in self._spares
+            if keep:
+                self._spares[key] = box
+        if box is not None and not keep:
+            self.give_back(box)
+
+    def close(self) -> None:
+        """Remove the spares (the provider's close then waits for every removal)."""
+        with self._lock:
+            self._closed = True
+            spares, self._spares = list(self._spares.values()), {}
+        for box in spares:
+            self.give_back(box)
