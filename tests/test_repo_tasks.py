@@ -9,7 +9,8 @@ import pytest
 
 from deepgym_ray.models import Environment
 from deepgym_ray.repo_tasks import ImageRecipe, PatchTask, patched_paths
-from deepgym_ray.scoring.patch_judging import judge_patch, refused_path
+from deepgym_ray.scoring.judging import judge
+from deepgym_ray.scoring.patch_judging import refused_path
 
 ROW = {"instance_id": "demo-1", "repo": "o/r", "base_commit": "abc", "patch": "gold",
        "test_patch": "diff --git a/tests/test_x.py b/tests/test_x.py\n--- a/tests/test_x.py\n"
@@ -84,4 +85,4 @@ def test_a_patch_task_on_a_provider_without_task_containers_is_no_verdict():
     env = Environment(name="swebench/demo-1", patch_task=PatchTask.model_validate(ROW),
                       image="i")
     with pytest.raises(SandboxError, match="runs on the docker provider"):
-        judge_patch(make_provider("local"), env, ROW["test_patch"])
+        judge(make_provider("local"), env, ROW["test_patch"])

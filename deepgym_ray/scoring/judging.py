@@ -87,14 +87,8 @@ def judge(provider: SandboxProvider, env: Environment, code: str,
     by another thread, stops the run (a cancellable provider kills its processes then) and
     raises RunCancelledError: whatever the run had done, it is no verdict.
     """
-    if env.patch_task is not None:  # a repository task: its tests judge, not a verifier
-        from deepgym_ray.scoring.patch_judging import judge_patch
-
-        return judge_patch(provider, env, code, cancel)
-    if env.terminal_task is not None:  # a Terminal-Bench task: its test.sh writes the reward
-        from deepgym_ray.scoring.terminal_judging import judge_terminal
-
-        return judge_terminal(provider, env, code, cancel)
+    if env.patch_task is not None or env.terminal_task is not None:
+        return _judge_repository_task(provider, env, code, cancel)
     started = time.monotonic()
     try:
         files = sandbox_files(env, code)
@@ -127,6 +121,21 @@ def judge(provider: SandboxProvider, env: Environment, code: str,
     result.duration = time.monotonic() - started
     result.env_name, result.sandbox_id = env.name, sandbox.id
     return result
+
+
+def _judge_repository_task(provider: SandboxProvider, env: Environment, answer: str,
+                           cancel: CancelSignal | None) -> RunResult:
+    """A repository task: its tests judge, in fresh containers of its image (Docker only)."""
+    if not hasattr(provider, "start_task_container"):
+        raise SandboxError(f"environment {env.name!r} is a repository task: it runs on the "
+                           f"docker provider (mode='docker'), not on {provider.name!r}")
+    if env.patch_task is not None:
+        from deepgym_ray.scoring.patch_judging import judge_patch
+
+        return judge_patch(provider, env, answer, cancel)
+    from deepgym_ray.scoring.terminal_judging import judge_terminal
+
+    return judge_terminal(provider, env, answer, cancel)
 
 
 def _run_runner(provider: SandboxProvider, sandbox: Sandbox, env: Environment, stdin: bytes,

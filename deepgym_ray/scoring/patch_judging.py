@@ -86,14 +86,11 @@ def refused_path(path: str, test_files: set[str]) -> str | None:
 
 def judge_patch(provider, env: Environment, diff: str, cancel=None) -> RunResult:
     """Score the unified diff ``diff`` against ``env``'s patch task in a fresh container of
-    its image (``provider`` must be the Docker provider). Raises SandboxError / VerifierError
+    its image (the Docker provider). Raises SandboxError / VerifierError
     when nothing was judged, as ``judge`` does."""
     task = env.patch_task
     assert task is not None
     started = time.monotonic()
-    if not hasattr(provider, "start_task_container"):
-        raise SandboxError(f"environment {env.name!r} is a repository task: it runs on the "
-                           f"docker provider (mode='docker'), not on {provider.name!r}")
     if not _looks_like_diff(diff):
         return _judged("invalid_patch",
                        "the answer is not a unified diff (no '---'/'+++' file headers)")

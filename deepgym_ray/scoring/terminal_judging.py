@@ -48,9 +48,6 @@ def judge_terminal(provider, env: Environment, script: str, cancel=None) -> RunR
     task = env.terminal_task
     assert task is not None
     started = time.monotonic()
-    if not hasattr(provider, "start_task_container"):
-        raise SandboxError(f"environment {env.name!r} is a Terminal-Bench task: it runs on the "
-                           f"docker provider (mode='docker'), not on {provider.name!r}")
     image = provider.task_image(env)
     limits = TaskLimits(memory_mb=task.memory_mb, cpus=task.cpus)
     work, ended = _agent_phase(provider, image, limits, task, script)
