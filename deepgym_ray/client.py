@@ -133,7 +133,8 @@ class DeepGym:
         """
         env = self._environment(env)
         check_completion(model_output, "model_output")
-        return self.scorer.run(env, completion_to_code(model_output))
+        return self.scorer.run(env, completion_to_code(model_output,
+                                                       languages=env.answer_languages))
 
     def run_safe(self, env: Environment | str, code_or_output: Any) -> RunResult:
         """Like :meth:`run`, but a raise becomes a result without a verdict."""
@@ -187,7 +188,8 @@ class DeepGym:
         unsent: dict[int, RunResult] = {}
         for index, output in enumerate(outputs):
             try:
-                codes.append(completion_to_code(output, index))
+                codes.append(completion_to_code(output, index,
+                                                languages=envs[index].answer_languages))
                 sent.append(index)
             except ValueError as exc:
                 unsent[index] = RunResult(error_type=error_type_for(exc), env_name=envs[index].name,

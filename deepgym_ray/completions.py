@@ -181,13 +181,18 @@ def _opening_after_text(line: str) -> re.Match[str] | None:
     return match
 
 
-def extract_code(text: str, special_tokens: Sequence[str] = ()) -> str:
+def extract_code(text: str, special_tokens: Sequence[str] = (),
+                 languages: Sequence[str] = ()) -> str:
     """The last fenced block of ``text``, or ``text`` itself when it has no fenced block
-    (either way without a run of special tokens at its ends, see the module docstring)."""
+    (either way without a run of special tokens at its ends, see the module docstring).
+    With ``languages`` (``("diff", "patch")``), the last block whose info string names one of
+    them wins over a later block of another language."""
     special_tokens = tuple(special_tokens)
     text = strip_special_tokens(text, special_tokens)
     lines = text.splitlines(keepends=True)
     last_block: list[str] | None = None
+    last_wanted: list[str] | None = None
+    wanted = {language.lower() for language in languages}
     i = 0
     while i < len(lines):
         match = _FENCE_OPEN.match(lines[i].rstrip("\r\n"))
@@ -208,10 +213,14 @@ def extract_code(text: str, special_tokens: Sequence[str] = ()) -> str:
             block.append(_dedent(lines[i], indent))
             i += 1
         last_block = block
+        if wanted and (match["info"].strip().split() or [""])[0].lower() in wanted:
+            last_wanted = block
         if rest:  # prose after the closing fence may open the next block
             lines[i] = rest
         else:
             i += 1  # past the closing fence (or the end)
+    if last_wanted is not None:
+        last_block = last_wanted
     if last_block is None:
         return text
     code = "".join(last_block)
@@ -221,10 +230,12 @@ def extract_code(text: str, special_tokens: Sequence[str] = ()) -> str:
 
 
 def completion_to_code(completion: Any, index: int | None = None,
-                       special_tokens: Sequence[str] = ()) -> str:
+                       special_tokens: Sequence[str] = (),
+                       languages: Sequence[str] = ()) -> str:
     """The code to run for one completion (see the module docstring for the rules);
-    ``special_tokens``: a tokenizer's own special tokens, besides the common ones."""
-    return extract_code(answer_text(completion, index), special_tokens)
+    ``special_tokens``: a tokenizer's own special tokens, besides the common ones;
+    ``languages``: the fence languages preferred (an environment's ``answer_languages``)."""
+    return extract_code(answer_text(completion, index), special_tokens, languages)
 
 
 def check_completion(completion: Any, where: str = "the completion") -> None:

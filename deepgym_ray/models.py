@@ -146,6 +146,16 @@ class Environment(BaseModel):
             )
         return self
 
+    @property
+    def answer_languages(self) -> tuple[str, ...]:
+        """The fence languages an answer is taken from first: a patch task's ``diff`` block,
+        a Terminal-Bench task's shell block; none (the last block) otherwise."""
+        if self.patch_task is not None:
+            return ("diff", "patch")
+        if self.terminal_task is not None:
+            return ("bash", "sh", "shell")
+        return ()
+
     def verifier_source(self) -> str:
         """The verifier's code, read from ``verifier_path`` when the code was not given inline
         (UTF-8, a byte order mark dropped; ValueError naming the file otherwise)."""

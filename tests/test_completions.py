@@ -165,3 +165,19 @@ def test_special_token_text_inside_the_code_is_kept():
     code = 'end = "<|im_end|>"\nhtml = "</s>"\n'
     assert completion_to_code(f"{T}python\n{code}{T}<|im_end|>") == code
     assert completion_to_code(code) == code
+
+
+def test_a_repository_task_takes_its_answer_from_its_own_language():
+    from deepgym_ray.models import Environment
+    from deepgym_ray.repo_tasks import PatchTask, TerminalTask
+
+    text = ("The fix:\n```diff\n--- a/m.py\n+++ b/m.py\n```\nthen run\n```bash\npytest\n```\n"
+            "and\n```python\nprint(1)\n```\n")
+    patch = Environment(name="p", image="i", patch_task=PatchTask(
+        instance_id="p", test_patch="t", FAIL_TO_PASS=["t::a"]))
+    shell = Environment(name="s", image="i", terminal_task=TerminalTask(tests={"test.sh": b""}))
+    plain = Environment(name="c", verifier_code="return 1.0")
+    assert completion_to_code(text, languages=patch.answer_languages).startswith("--- a/m.py")
+    assert completion_to_code(text, languages=shell.answer_languages) == "pytest\n"
+    assert completion_to_code(text, languages=plain.answer_languages) == "print(1)\n"
+    assert extract_code("no fences", languages=("diff",)) == "no fences"

@@ -81,7 +81,7 @@ def _job(task_id: str, sample: int, env: Environment, answer: Any, is_code: bool
     code, problem = answer, None
     if not is_code:
         try:
-            code = completion_to_code(answer)
+            code = completion_to_code(answer, languages=env.answer_languages)
         except ValueError as exc:  # a conversation with no answer: its own no-verdict result
             code, problem = None, f"no code to run: {exc}"
     return Job(task_id, sample, env, code, _sha(code, problem),

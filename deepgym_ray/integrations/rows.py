@@ -104,8 +104,9 @@ class RowScorer:
         todo: list[tuple[int, Environment, str]] = []
         for i, (completion, row) in enumerate(zip(completions, rows, strict=True)):
             try:  # the code is taken out here, once; only the code is sent
-                todo.append((i, self.route(i, row),
-                             completion_to_code(completion, i, self.special_tokens)))
+                env = self.route(i, row)
+                todo.append((i, env, completion_to_code(completion, i, self.special_tokens,
+                                                        env.answer_languages)))
             except (TypeError, ValueError) as exc:
                 out[i] = exc if isinstance(exc, ValueError) else ValueError(str(exc))
         if todo:

@@ -215,7 +215,8 @@ class MapRun(Iterator[RunResult]):
             self._next_in += 1
             slot = self._table.slot(env, index)
             try:  # the code is taken out of a completion here, on the driver, once
-                code = item if self._code else completion_to_code(item, index)
+                code = item if self._code else completion_to_code(
+                    item, index, languages=env.answer_languages)
             except ValueError as exc:  # no code to run (a conversation with no answer)
                 job = _Job(index, slot, None)
                 self._settle(job, self._failure(job, f"no code to run: {exc}",
