@@ -94,7 +94,7 @@ def test_partial_credit_gives_the_passing_share_of_fail_to_pass(swe):
 
 def test_an_answer_that_hangs_the_tests_is_its_timeout(swe):
     client, envs = swe
-    env = envs["deepgym__minicalc-1"].model_copy(update={"timeout": 15.0})
+    env = envs["deepgym__minicalc-1"].model_copy(update={"timeout": 5.0})
     hang = edit("minicalc/arith.py", CEIL, "    while True:\n        pass\n")
     result = client.run(env, hang)
     assert (result.score, result.error_type) == (0.0, "solution_timeout"), result
