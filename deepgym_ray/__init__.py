@@ -82,6 +82,11 @@ _EXPORTS: dict[str, str] = {
     "write_verl_parquet": "deepgym_ray.integrations.verl",
     "ServeSettings": "deepgym_ray.integrations.serve",
     "start_service": "deepgym_ray.integrations.serve",
+    # repository tasks
+    "PatchTask": "deepgym_ray.repo_tasks",
+    "TerminalTask": "deepgym_ray.repo_tasks",
+    "ImageRecipe": "deepgym_ray.repo_tasks",
+    "ImageBuildError": "deepgym_ray.images",
     # benchmark suites
     "list_suites": "deepgym_ray.suites",
     "load_suite": "deepgym_ray.suites",
@@ -127,6 +132,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
         VerifierError,
         is_infrastructure_failure,
     )
+    from deepgym_ray.images import ImageBuildError
     from deepgym_ray.integrations.dapo import make_dapo_reward_fn, make_dapo_shaped_reward_fn
     from deepgym_ray.integrations.rows import RowScorer
     from deepgym_ray.integrations.serve import ServeSettings, start_service
@@ -143,6 +149,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from deepgym_ray.pool.actor import VerifierActor
     from deepgym_ray.pool.admin import pool_status, shutdown_pools
     from deepgym_ray.pool.connect import ClusterConnectionError, ensure_ray
+    from deepgym_ray.repo_tasks import ImageRecipe, PatchTask, TerminalTask
     from deepgym_ray.reward import AsyncRewardFunction, MaskedRate, RewardFunction, grpo_advantages
     from deepgym_ray.reward.mixed import MixedEnvironment
     from deepgym_ray.reward.mixed_config import MixedConfig, load_mixed_config
