@@ -6,6 +6,11 @@ Example:
     # 'deepgym-task:3f2a...'
 """
 
-from deepgym_ray.images.build import ImageBuildError, build_log_path, ensure_image
+from deepgym_ray.images.build import (
+    ImageBuildError,
+    build_log_path,
+    ensure_image,
+    ensure_pulled,
+)
 
-__all__ = ["ImageBuildError", "build_log_path", "ensure_image"]
+__all__ = ["ImageBuildError", "build_log_path", "ensure_image", "ensure_pulled"]

@@ -24,7 +24,7 @@ from deepgym_ray import contract
 from deepgym_ray.exceptions import SandboxError
 from deepgym_ray.repo_tasks import ImageRecipe
 
-__all__ = ["ImageBuildError", "build_log_path", "ensure_image"]
+__all__ = ["ImageBuildError", "build_log_path", "ensure_image", "ensure_pulled"]
 
 logger = logging.getLogger(__name__)
 
@@ -127,3 +127,22 @@ def _build(api: Any, recipe: ImageRecipe, tag: str, timeout: float) -> None:
         raise ImageBuildError(f"building the task image {tag} failed: {error}\n"
                               f"(build log: {log_path})\n{tail.rstrip()}")
     logger.info("built image %s in %.0fs", tag, time.monotonic() - started)
+
+
+def ensure_pulled(api: Any, image: str) -> str:
+    """``image`` as named, pulled first (once per name at a time) when the engine lacks it:
+    a prebuilt task image from a registry the cluster reaches. SandboxError naming it when it
+    can be neither found nor pulled."""
+    with _locks_guard:
+        lock = _locks.setdefault(f"pull:{image}", threading.Lock())
+    with lock:
+        if _exists(api, image):
+            return image
+        logger.info("pulling image %s", image)
+        try:
+            api.pull(image)
+        except Exception as exc:  # noqa: BLE001 - no registry, no such image, no network
+            raise SandboxError(f"the task image {image!r} is not on this engine and could not "
+                               f"be pulled ({str(exc).splitlines()[0][:200]}); build it or "
+                               "give the task an image recipe") from None
+    return image

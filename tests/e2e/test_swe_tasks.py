@@ -124,3 +124,13 @@ def test_close_removes_every_task_container_and_the_spare(swe):
     assert api.containers(all=True, filters=mine)  # the spare started behind the run
     client.close()
     assert api.containers(all=True, filters=mine) == []
+
+
+def test_a_named_image_that_is_nowhere_is_no_verdict_naming_it(swe):
+    client, envs = swe  # its registry: nothing listens on 127.0.0.1:9, the pull fails at once
+    env = envs["deepgym__minicalc-1"].model_copy(
+        update={"image": "127.0.0.1:9/deepgym-test/no-such-image:1", "image_recipe": None})
+    result = client.run_safe(env, env.patch_task.gold_patch)
+    assert not result.has_verdict and result.error_type == "sandbox_error", result
+    assert "127.0.0.1:9/deepgym-test/no-such-image:1" in result.details
+    assert "could not be pulled" in result.details

@@ -26,11 +26,13 @@ class RepositoryTasks:
     _tasks: TaskContainers | None
 
     def task_image(self, env: Environment) -> str:
-        """The image a repository task runs in: ``env.image`` as named, or its recipe's,
-        built on this node first if missing (by ``image_builder`` when the pool set one: one
-        build per node). ImageBuildError when the build fails."""
+        """The image a repository task runs in: ``env.image`` as named (pulled if missing), or
+        its recipe's, built on this node first if missing (by ``image_builder`` when the pool
+        set one: one build per node). ImageBuildError when the build fails."""
         if env.image_recipe is None:
-            return env.image or self.image
+            from deepgym_ray.images import ensure_pulled
+
+            return ensure_pulled(self._client(), env.image or self.image)
         if self.image_builder is not None:
             return self.image_builder(env.image_recipe)
         from deepgym_ray.images import ensure_image
