@@ -177,6 +177,7 @@ class TerminalTask(BaseModel):
     agent_user: str = "0"
     memory_mb: int = Field(default=2048, gt=0)
     cpus: float = Field(default=1.0, gt=0)
+    storage_mb: int = Field(default=2048, gt=0)
 
     @field_validator("tests")
     @classmethod

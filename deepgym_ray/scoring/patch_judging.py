@@ -136,6 +136,9 @@ def _run(box, env: Environment, task: PatchTask, diff: str,
     if outcome.timed_out:
         return _judged(contract.SOLUTION_TIMEOUT,
                        f"the tests ran past the task's limit of {env.timeout:g}s")
+    if box.disk_exceeded:
+        return _judged(contract.POLICY_SANDBOX_FAILURE, f"the tests wrote more than "
+                       f"{box.limits.disk_mb} MB to the container's disk")
     if outcome.exit_code is None or box.state().get("OOMKilled"):
         return _judged(contract.POLICY_SANDBOX_FAILURE,
                        "the tests' container was killed (out of memory) while they ran")

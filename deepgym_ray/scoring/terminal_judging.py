@@ -49,7 +49,7 @@ def judge_terminal(provider, env: Environment, script: str, cancel=None) -> RunR
     assert task is not None
     started = time.monotonic()
     image = provider.task_image(env)
-    limits = TaskLimits(memory_mb=task.memory_mb, cpus=task.cpus)
+    limits = TaskLimits(memory_mb=task.memory_mb, cpus=task.cpus, disk_mb=task.storage_mb)
     work, ended = _agent_phase(provider, image, limits, task, script)
     if ended is not None:
         result = ended
@@ -72,6 +72,9 @@ def _agent_phase(provider, image: str, limits: TaskLimits, task: TerminalTask,
         if ran.timed_out:
             return b"", _judged(contract.SOLUTION_TIMEOUT, f"the script ran past the agent's "
                                 f"limit of {task.agent_timeout:g}s")
+        if box.disk_exceeded:
+            return b"", _judged(contract.POLICY_SANDBOX_FAILURE, f"the script wrote more than "
+                                f"{limits.disk_mb} MB to the container's disk")
         try:
             data = box.archive(task.workdir, WORKDIR_LIMIT)
         except ArchiveTooLarge:
@@ -101,6 +104,9 @@ def _grading_phase(provider, image: str, limits: TaskLimits, task: TerminalTask,
         if ran.timed_out:
             return _judged(contract.SOLUTION_TIMEOUT, f"the tests ran past the verifier's "
                            f"limit of {task.verifier_timeout:g}s on the script's work")
+        if box.disk_exceeded:
+            return _judged(contract.POLICY_SANDBOX_FAILURE, f"the tests wrote more than "
+                           f"{limits.disk_mb} MB to the container's disk on the script's work")
         rewards = box.archive(LOGS, 1 << 20)
     finally:
         provider.end_task_container(box)

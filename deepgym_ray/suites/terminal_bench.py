@@ -78,6 +78,7 @@ def load_harbor_task(folder: str | Path, *, suite: str = "terminal_bench",
         verifier_timeout=float(config.get("verifier", {}).get("timeout_sec", DEFAULT_TIMEOUT)),
         workdir=environment.get("workdir", "/app"),
         memory_mb=int(environment.get("memory_mb", 2048)),
+        storage_mb=int(environment.get("storage_mb", 2048)),
         cpus=float(environment.get("cpus", 1)))
     metadata = config.get("metadata", {})
     return Environment(name=f"{suite}/{folder.name}", task=task.instruction, terminal_task=task,

@@ -33,7 +33,9 @@ from typing import Any
 from deepgym_ray.sandboxes.base import CommandResult
 from deepgym_ray.sandboxes.docker.container import LABEL, PATH, remove_quietly
 
-__all__ = ["ArchiveTooLarge", "TaskContainer", "TaskLimits"]
+__all__ = ["ArchiveTooLarge", "TaskContainer", "TaskContainers", "TaskLimits"]
+
+DISK_POLL = 1.0  # seconds between looks at what a running command has written
 
 # Root applies patches to files it may not own, and makes the run's own directory.
 TASK_CAPS = ["CHOWN", "DAC_OVERRIDE", "FOWNER"]
@@ -52,6 +54,9 @@ class TaskLimits:
     cpus: float = 1.0
     tmp_mb: int = 512
     output_bytes: int = 4 << 20
+    # What the container may write to its own layer (the engine here cannot set a quota:
+    # overlay2 on ext4): watched while a command runs, the container killed past it.
+    disk_mb: int = 2048
 
 
 class TaskContainer:
@@ -59,6 +64,8 @@ class TaskContainer:
 
     def __init__(self, api: Any, cid: str, name: str, limits: TaskLimits) -> None:
         self.api, self.id, self.name, self.limits = api, cid, name, limits
+        #: Set when a command wrote more than ``limits.disk_mb`` and the container was killed.
+        self.disk_exceeded = False
 
     @classmethod
     def start(cls, api: Any, image: str, limits: TaskLimits,
@@ -69,7 +76,8 @@ class TaskContainer:
             init=True, network_mode="none", mem_limit=f"{limits.memory_mb}m",
             memswap_limit=f"{limits.memory_mb}m", pids_limit=limits.pids_limit,
             nano_cpus=int(limits.cpus * 1e9),
-            tmpfs={"/tmp": f"rw,nosuid,nodev,size={limits.tmp_mb}m,mode=1777"},
+            tmpfs={path: f"rw,nosuid,nodev,size={limits.tmp_mb}m,mode=1777"
+                   for path in ("/tmp", "/var/tmp")},
             cap_drop=["ALL"], cap_add=TASK_CAPS, security_opt=["no-new-privileges"])
         created = api.create_container(
             image, command=["sleep", "infinity"], name=name, user="0",
@@ -137,7 +145,15 @@ class TaskContainer:
         output = _TailBuffer(self.limits.output_bytes)
         reader = threading.Thread(target=output.drain, args=(stream,), daemon=True)
         reader.start()
-        reader.join(timeout)
+        deadline = started + timeout
+        while reader.is_alive() and time.monotonic() < deadline:
+            reader.join(min(DISK_POLL, max(deadline - time.monotonic(), 0.0)))
+            if reader.is_alive() and self._written() > self.limits.disk_mb << 20:
+                self.disk_exceeded = True
+                self.kill()
+                reader.join(30)
+                return CommandResult(exit_code=None, stdout=output.value(),
+                                     duration=time.monotonic() - started)
         if reader.is_alive():
             self.kill()
             reader.join(30)
@@ -148,6 +164,15 @@ class TaskContainer:
         code = self.api.exec_inspect(exec_id).get("ExitCode")
         return CommandResult(exit_code=code, stdout=output.value(),
                              duration=time.monotonic() - started)
+
+    def _written(self) -> int:
+        """Bytes in the container's own layer (0 when the engine cannot say)."""
+        try:
+            found = self.api._result(self.api._get(
+                self.api._url("/containers/{0}/json", self.id), params={"size": 1}), True)
+            return int(found.get("SizeRw") or 0)
+        except Exception:  # noqa: BLE001 - the engine away: the run's end will say so
+            return 0
 
     def state(self) -> dict[str, Any]:
         """The container's state (``OOMKilled``, ``Status``, ...); ``{"error": ...}`` when the
