@@ -30,8 +30,10 @@ from dataclasses import dataclass
 from pathlib import PurePosixPath
 from typing import Any
 
+from deepgym_ray.exceptions import SandboxError
 from deepgym_ray.sandboxes.base import CommandResult
 from deepgym_ray.sandboxes.docker.container import LABEL, PATH, remove_quietly
+from deepgym_ray.sandboxes.docker.engine_errors import engine_error
 
 __all__ = ["ArchiveTooLarge", "TaskContainer", "TaskContainers", "TaskLimits"]
 
@@ -114,29 +116,48 @@ class TaskContainer:
 
     def put_tar(self, directory: str, data: bytes) -> None:
         """Unpack the tar archive ``data`` into ``directory``."""
-        if not self.api.put_archive(self.id, directory, data):
-            raise OSError(f"the engine refused the files for {directory} in {self.name}")
+        try:
+            accepted = self.api.put_archive(self.id, directory, data)
+        except Exception as exc:  # noqa: BLE001 - SDK and transport errors
+            raise engine_error(exc) from exc
+        if not accepted:
+            raise SandboxError(f"the engine refused the files for {directory} in {self.name}")
 
     def archive(self, path: str, limit: int) -> bytes | None:
         """A tar archive of ``path`` (its last component the archive's top entry); None when
         it is missing. ArchiveTooLarge past ``limit`` bytes."""
         import docker.errors
 
+        data = bytearray()
         try:
             stream, _ = self.api.get_archive(self.id, path)
+            for chunk in stream:
+                data += chunk
+                if len(data) > limit:
+                    raise ArchiveTooLarge(f"{path} in {self.name} holds more than {limit} "
+                                          "bytes")
         except docker.errors.NotFound:
             return None
-        data = bytearray()
-        for chunk in stream:
-            data += chunk
-            if len(data) > limit:
-                raise ArchiveTooLarge(f"{path} in {self.name} holds more than {limit} bytes")
+        except ArchiveTooLarge:
+            raise
+        except Exception as exc:  # noqa: BLE001 - SDK and transport errors
+            raise engine_error(exc) from exc
         return bytes(data)
 
     def exec(self, argv: Sequence[str], *, user: str, timeout: float, workdir: str = "/",
              environment: Mapping[str, str] | None = None) -> CommandResult:
         """Run ``argv`` and return its exit code and output (stdout and stderr together, in
-        ``stdout``). At ``timeout`` the container is killed: ``timed_out`` is then True."""
+        ``stdout``). At ``timeout`` the container is killed: ``timed_out`` is then True. The
+        engine failing the call is a SandboxError (never the answer's doing)."""
+        try:
+            return self._exec(argv, user, timeout, workdir, environment)
+        except SandboxError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - SDK and transport errors
+            raise engine_error(exc) from exc
+
+    def _exec(self, argv: Sequence[str], user: str, timeout: float, workdir: str,
+              environment: Mapping[str, str] | None) -> CommandResult:
         started = time.monotonic()
         environ = {"PATH": PATH, "LANG": "C.UTF-8", "HOME": "/tmp", **(environment or {})}
         exec_id = self.api.exec_create(self.id, list(argv), user=user, workdir=workdir,
