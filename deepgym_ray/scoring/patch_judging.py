@@ -97,6 +97,7 @@ def judge_patch(provider, env: Environment, diff: str, cancel=None) -> RunResult
     grade = _grader(task)  # before any container: a missing extra is no verdict at once
     image = provider.task_image(env)
     box = provider.start_task_container(image)
+    box.cancel = cancel  # a given-up run's container is killed at once
     try:
         result = _run(box, env, task, diff, grade)
     except SandboxError as exc:

@@ -50,20 +50,21 @@ def judge_terminal(provider, env: Environment, script: str, cancel=None) -> RunR
     started = time.monotonic()
     image = provider.task_image(env)
     limits = TaskLimits(memory_mb=task.memory_mb, cpus=task.cpus, disk_mb=task.storage_mb)
-    work, ended = _agent_phase(provider, image, limits, task, script)
+    work, ended = _agent_phase(provider, image, limits, task, script, cancel)
     if ended is not None:
         result = ended
     else:
-        result = _grading_phase(provider, image, limits, task, work)
+        result = _grading_phase(provider, image, limits, task, work, cancel)
     result.duration = time.monotonic() - started
     result.env_name = env.name
     return result
 
 
 def _agent_phase(provider, image: str, limits: TaskLimits, task: TerminalTask,
-                 script: str) -> tuple[bytes, RunResult | None]:
+                 script: str, cancel) -> tuple[bytes, RunResult | None]:
     """The work directory the script left, or the judged 0 that ended the run."""
     box = provider.start_task_container(image, limits)
+    box.cancel = cancel  # a given-up run's container is killed at once
     try:
         box.put(RUN_DIR, {"solve.sh": script.encode("utf-8", "surrogateescape")}, mode=0o755,
                 directory_mode=0o755)
@@ -86,9 +87,10 @@ def _agent_phase(provider, image: str, limits: TaskLimits, task: TerminalTask,
 
 
 def _grading_phase(provider, image: str, limits: TaskLimits, task: TerminalTask,
-                   work: bytes) -> RunResult:
+                   work: bytes, cancel) -> RunResult:
     top = PurePosixPath(task.workdir)
     box = provider.start_task_container(image, limits)
+    box.cancel = cancel  # a given-up run's container is killed at once
     try:
         _root(box, ["rm", "-rf", "--", task.workdir])
         if work:

@@ -81,3 +81,34 @@ def test_tests_that_write_no_reward_are_no_verdict(tasks):
         update={"tests": {"test.sh": b"#!/bin/bash\ntrue\n"}})})
     result = client.run_safe(silent, env.terminal_task.solution)
     assert not result.has_verdict and "no reward file" in result.details, result
+
+
+def test_a_given_up_run_is_stopped_at_once(tasks):
+    import os
+    import threading
+    import time
+
+    from deepgym_ray.exceptions import RunCancelledError
+    from deepgym_ray.sandboxes.cancel import CancelSignal
+    from deepgym_ray.scoring.judging import judge
+
+    client, envs = tasks
+    cancel = CancelSignal()
+    mark = b"sleep\x00617\x00"
+
+    def give_up_once_it_runs():  # the event: the script's sleep is up (host /proc sees it)
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            for pid in filter(str.isdigit, os.listdir("/proc")):
+                try:
+                    with open(f"/proc/{pid}/cmdline", "rb") as handle:
+                        if handle.read() == mark:
+                            cancel.set()
+                            return
+                except OSError:
+                    continue
+            time.sleep(0.05)
+
+    threading.Thread(target=give_up_once_it_runs, daemon=True).start()
+    with pytest.raises(RunCancelledError):  # not the 60 s agent limit's solution_timeout
+        judge(client.provider, envs["count-log-errors"], "sleep 617\n", cancel)

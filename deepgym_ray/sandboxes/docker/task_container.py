@@ -30,8 +30,9 @@ from dataclasses import dataclass
 from pathlib import PurePosixPath
 from typing import Any
 
-from deepgym_ray.exceptions import SandboxError
+from deepgym_ray.exceptions import RunCancelledError, SandboxError
 from deepgym_ray.sandboxes.base import CommandResult
+from deepgym_ray.sandboxes.cancel import CancelSignal
 from deepgym_ray.sandboxes.docker.container import LABEL, PATH, remove_quietly
 from deepgym_ray.sandboxes.docker.engine_errors import engine_error
 
@@ -68,6 +69,7 @@ class TaskContainer:
         self.api, self.id, self.name, self.limits = api, cid, name, limits
         #: Set when a command wrote more than ``limits.disk_mb`` and the container was killed.
         self.disk_exceeded = False
+        self.cancel: CancelSignal | None = None
 
     @classmethod
     def start(cls, api: Any, image: str, limits: TaskLimits,
@@ -145,19 +147,24 @@ class TaskContainer:
         return bytes(data)
 
     def exec(self, argv: Sequence[str], *, user: str, timeout: float, workdir: str = "/",
-             environment: Mapping[str, str] | None = None) -> CommandResult:
+             environment: Mapping[str, str] | None = None,
+             cancel: CancelSignal | None = None) -> CommandResult:
         """Run ``argv`` and return its exit code and output (stdout and stderr together, in
         ``stdout``). At ``timeout`` the container is killed: ``timed_out`` is then True. The
-        engine failing the call is a SandboxError (never the answer's doing)."""
+        engine failing the call is a SandboxError (never the answer's doing); ``cancel`` set
+        kills the container and raises RunCancelledError (default: the container's
+        ``cancel``, the signal of the run it serves)."""
+        watch = cancel if cancel is not None else self.cancel
         try:
-            return self._exec(argv, user, timeout, workdir, environment)
-        except SandboxError:
+            return self._exec(argv, user, timeout, workdir, environment, watch)
+        except (SandboxError, RunCancelledError):
             raise
         except Exception as exc:  # noqa: BLE001 - SDK and transport errors
             raise engine_error(exc) from exc
 
     def _exec(self, argv: Sequence[str], user: str, timeout: float, workdir: str,
-              environment: Mapping[str, str] | None) -> CommandResult:
+              environment: Mapping[str, str] | None,
+              cancel: CancelSignal | None) -> CommandResult:
         started = time.monotonic()
         environ = {"PATH": PATH, "LANG": "C.UTF-8", "HOME": "/tmp", **(environment or {})}
         exec_id = self.api.exec_create(self.id, list(argv), user=user, workdir=workdir,
@@ -169,6 +176,10 @@ class TaskContainer:
         deadline = started + timeout
         while reader.is_alive() and time.monotonic() < deadline:
             reader.join(min(DISK_POLL, max(deadline - time.monotonic(), 0.0)))
+            if cancel is not None and cancel.is_set():
+                self.kill()
+                raise RunCancelledError("the run's caller gave up on it; its container was "
+                                        "killed and nothing was judged", sandbox_id=self.name)
             if reader.is_alive() and self._written() > self.limits.disk_mb << 20:
                 self.disk_exceeded = True
                 self.kill()
