@@ -71,9 +71,9 @@ class MixedEnvironment:
     """Several environments, drawn by weight for datasets and routed by row metadata for scoring.
 
     ``environments`` is a list of ``(environment, weight)`` pairs; a bare environment weighs 1.
-    An environment may be a suite, a list of environments (``resolve_environments("swebench_pro",
-    path=...)``): its members share its weight evenly, and rows reach them by ``instance_id``
-    or ``task_id`` (rule 3).
+    An environment may be a suite, a list of environments (``load_environment("swebench_pro",
+    path=...)``, ``resolve_environments(...)``): its members share its weight evenly, and rows
+    reach them by ``instance_id`` or ``task_id`` (rule 3).
     An environment may also be given by name, loaded with
     :func:`deepgym_ray.suites.load_environment`. Weights are finite and >= 0, with a positive sum;
     names are unique.

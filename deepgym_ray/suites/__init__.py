@@ -26,12 +26,14 @@ from deepgym_ray.suites.catalog import (
     sample_to_task,
 )
 from deepgym_ray.suites.resolver import (
+    Suite,
     UnknownEnvironmentError,
     load_environment,
     resolve_environments,
 )
 
 __all__ = [
+    "Suite",
     "UnknownEnvironmentError",
     "UnknownSuiteError",
     "list_suites",

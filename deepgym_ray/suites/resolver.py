@@ -37,7 +37,7 @@ from deepgym_ray.suites.catalog import (
     load_suite_environment,
 )
 
-__all__ = ["UnknownEnvironmentError", "load_environment", "resolve_environments"]
+__all__ = ["Suite", "UnknownEnvironmentError", "load_environment", "resolve_environments"]
 
 
 class UnknownEnvironmentError(LookupError, ValueError):
@@ -91,10 +91,24 @@ def _folder(folder: Path) -> list[Environment]:
     return [load_folder(folder)] if is_environment_folder(folder) else load_folder_suite(folder)
 
 
-def load_environment(name_or_path: str | Path, **options: Any) -> Environment:
+class Suite(list):
+    """A suite's environments, in order, under the suite's ``name``: what
+    :func:`load_environment` gives for a suite read from your files (``swebench_pro`` with
+    ``path=``). A MixedEnvironment takes it as one weighted member."""
+
+    def __init__(self, name: str, environments: Sequence[Environment]) -> None:
+        super().__init__(environments)
+        self.name = name
+
+
+def load_environment(name_or_path: str | Path, **options: Any) -> Environment | Suite:
     """One environment: a built-in name, a suite member (``humaneval/0``) or a folder path;
-    ``options`` as for :func:`resolve_environments`."""
+    ``options`` as for :func:`resolve_environments`. A suite read from your files with
+    several members (``load_environment("swebench_pro", path="rows.jsonl")``) is a
+    :class:`Suite` of them."""
     envs = resolve_environments(name_or_path, **options)
+    if len(envs) > 1 and options and "/" not in str(name_or_path):
+        return Suite(str(name_or_path).lower(), envs)
     if len(envs) != 1:
         raise ValueError(f"{str(name_or_path)!r} names {len(envs)} environments (a suite), not "
                          "one; use load_suite or resolve_environments")

@@ -31,21 +31,20 @@ def test_the_contract_pages_mixed_example_in_a_grpo_step(ray_local, tmp_path):
     from deepgym_ray.integrations.trl import make_trl_reward_fn
     from deepgym_ray.repo_tasks import ImageRecipe
     from deepgym_ray.reward.mixed import MixedEnvironment
-    from deepgym_ray.suites import load_environment, resolve_environments
+    from deepgym_ray.suites import load_environment
 
     reason = docker_skip_reason()
     if reason:
         pytest.skip(reason)
     recipe = ImageRecipe.from_folder(FIXTURES / "swe" / "image", BASE_IMAGE=TEST_IMAGE)
-    swe = resolve_environments("swebench_pro", path=FIXTURES / "swe" / "tasks.jsonl",
-                               recipe=recipe)
-    terminal = resolve_environments("terminal_bench_2", path=FIXTURES / "terminal_bench",
-                                    BASE_IMAGE=TEST_IMAGE)
-    mixed = MixedEnvironment(environments=[
-        (swe, 0.6),
-        (terminal, 0.2),
+    mixed = MixedEnvironment(environments=[  # the page's example, with our fixtures' paths
+        (load_environment("swebench_pro", path=FIXTURES / "swe" / "tasks.jsonl",
+                          recipe=recipe), 0.6),
+        (load_environment("terminal_bench_2", path=FIXTURES / "terminal_bench",
+                          BASE_IMAGE=TEST_IMAGE), 0.2),
         (load_environment("coin_change"), 0.2),
     ])
+    swe, terminal = mixed.environments[:3], mixed.environments[3:6]
     assert mixed.weights == pytest.approx([0.2] * 3 + [0.2 / 3] * 3 + [0.2])
     swe_env, terminal_env = swe[0], terminal[0]
     rows = [

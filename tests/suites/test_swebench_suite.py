@@ -55,3 +55,16 @@ def test_bad_rows_and_options_are_named(tmp_path):
         load_swebench(path)
     with pytest.raises(TypeError, match="takes no options"):
         load_environment("coin_change", path=path)
+
+
+def test_load_environment_gives_a_suite_of_your_files_as_one_mixture_member():
+    from deepgym_ray.reward.mixed import MixedEnvironment
+    from deepgym_ray.suites import Suite
+
+    suite = load_environment("swebench_pro", path=FIXTURES / "tasks.jsonl",
+                             image_template="minicalc:{version}")
+    assert isinstance(suite, Suite) and suite.name == "swebench_pro" and len(suite) == 3
+    mixed = MixedEnvironment(environments=[(suite, 0.6), (load_environment("coin_change"), 0.4)])
+    routed = mixed.route(["a", "b"], instance_id=["deepgym__minicalc-3", None],
+                         env_name=[None, "coin_change"])
+    assert [env.name for env in routed] == ["swebench_pro/deepgym__minicalc-3", "coin_change"]
