@@ -147,13 +147,23 @@ def test_eval_as_a_ray_job(ray_head, tmp_path):
     url, env, gcs = ray_head
     out_file = tmp_path / "humaneval.jsonl"
     job_id = f"deepgym-eval-{secrets.token_hex(4)}"
-    submit = _ray_job(
-        url, env, "submit", "--no-wait", "--submission-id", job_id, "--",
-        "deepgym-ray", "eval", "humaneval", "--reference", "--limit", str(TASKS),
-        "--config", str(ROOT / "configs" / "local.yaml"), "--max-parallel", "4",
-        "--no-progress", "--out", str(out_file), "-v",
-    )
-    assert submit.returncode == 0, submit.stdout + submit.stderr
+    # The job server answers `ray job list` before the head's job agent has registered: on a
+    # busy machine a submission then got "500: No available agent to submit job, please try
+    # again later". The event waited for is a submission the server accepts.
+    deadline = time.monotonic() + 180
+    while True:
+        submit = _ray_job(
+            url, env, "submit", "--no-wait", "--submission-id", job_id, "--",
+            "deepgym-ray", "eval", "humaneval", "--reference", "--limit", str(TASKS),
+            "--config", str(ROOT / "configs" / "local.yaml"), "--max-parallel", "4",
+            "--no-progress", "--out", str(out_file), "-v",
+        )
+        said = submit.stdout + submit.stderr
+        if submit.returncode == 0 or "No available agent" not in said \
+                or time.monotonic() > deadline:
+            break
+        time.sleep(1)
+    assert submit.returncode == 0, said
     status = _wait_for_job(url, env, job_id)
     job_logs = _ray_job(url, env, "logs", job_id)
     logs = status + job_logs.stdout + job_logs.stderr
