@@ -72,7 +72,7 @@ def run_pytest(junit: Path, e2e: bool, extra: list[str]) -> int:
 
 
 def attack_tags(path: Path) -> str:
-    """The tags the attack file declares (its ATTACK), read by importing it."""
+    """The tags the attack file declares (its ATTACK, or its TAGS), read by importing it."""
     for folder in (SECURITY.parent, SECURITY):  # as conftest.py puts them: the shared helpers
         if str(folder) not in sys.path:
             sys.path.insert(0, str(folder))
@@ -82,8 +82,8 @@ def attack_tags(path: Path) -> str:
         spec.loader.exec_module(module)
     except Exception as exc:  # the report still lists it, with why its tags are unknown
         return f"(cannot import: {type(exc).__name__})"
-    attack = getattr(module, "ATTACK", None)
-    return ", ".join(attack.tags) if attack is not None else ""
+    attack = getattr(module, "ATTACK", None)  # a repository-task attack declares TAGS only
+    return ", ".join(attack.tags if attack is not None else getattr(module, "TAGS", ()))
 
 
 def _reason(element: ET.Element) -> str:

@@ -1,7 +1,9 @@
 """Attacks on repository tasks (tests/fixtures/swe and tests/fixtures/terminal_bench), for the
-security battery's repository-task modules: each module is one attack, its tests run it on the
-Docker provider (the only one that runs repository tasks) and assert a judged 0 whose answer
-would have scored 1.0 had the attack worked."""
+security battery's repository-task modules. Each module is one attack (its ``TAGS`` go to
+RELIABILITY.md), run on the Docker provider (the only one that runs repository tasks) two
+ways, as the battery runs every attack: alone (``DeepGym.run``, each of its variants), and in
+a batch on the Ray pool beside a right answer, which must still score 1.0. Every variant must
+be a judged 0 that would have scored 1.0 had the attack worked."""
 
 from __future__ import annotations
 
@@ -36,20 +38,47 @@ def new_file(path: str, text: str) -> str:
             f"@@ -0,0 +1,{len(lines)} @@\n" + "".join(f"+{line}" for line in lines))
 
 
-def patch_attack(client, diff: str, error_type: str = "test_infra_tampering") -> None:
-    """The gold patch plus ``diff`` is refused with ``error_type``, a judged 0."""
+def _judged_zero(result, error_type: str | None) -> None:
+    assert result.has_verdict and result.score == 0.0, result
+    assert result.error_type == error_type, result
+
+
+def patch_attack(client, diffs: list[str], error_type: str = "test_infra_tampering") -> None:
+    """The gold patch plus each of ``diffs`` is refused with ``error_type``, a judged 0."""
     from helpers.docker_engine import TEST_IMAGE
 
     env = swe_env(TEST_IMAGE)
-    result = client.run(env, env.patch_task.gold_patch + diff)
-    assert result.has_verdict and result.score == 0.0, result
-    assert result.error_type == error_type, result
+    for diff in diffs:
+        _judged_zero(client.run(env, env.patch_task.gold_patch + diff), error_type)
 
 
-def terminal_attack(client, script: str, error_type: str | None = None) -> None:
-    """``script`` scores a judged 0 on count-log-errors (with ``error_type``)."""
+def patch_batch(pool_client, diffs: list[str], error_type: str = "test_infra_tampering"):
+    """The same, in one pool map beside the gold patch alone (which still resolves)."""
     from helpers.docker_engine import TEST_IMAGE
 
-    result = client.run(terminal_env(TEST_IMAGE), script)
-    assert result.has_verdict and result.score == 0.0, result
-    assert result.error_type == error_type, result
+    env = swe_env(TEST_IMAGE)
+    gold = env.patch_task.gold_patch
+    results = pool_client.eval([env] * (len(diffs) + 1), [gold + d for d in diffs] + [gold])
+    assert results.results[-1].score == 1.0, results.results[-1]
+    for result in results.results[:-1]:
+        _judged_zero(result, error_type)
+
+
+def terminal_attack(client, scripts: list[str], error_type: str | None = None) -> None:
+    """Each of ``scripts`` scores a judged 0 on count-log-errors (with ``error_type``)."""
+    from helpers.docker_engine import TEST_IMAGE
+
+    for script in scripts:
+        _judged_zero(client.run(terminal_env(TEST_IMAGE), script), error_type)
+
+
+def terminal_batch(pool_client, scripts: list[str], error_type: str | None = None) -> None:
+    """The same, in one pool map beside the reference solve.sh (which still scores 1.0)."""
+    from helpers.docker_engine import TEST_IMAGE
+
+    env = terminal_env(TEST_IMAGE)
+    results = pool_client.eval([env] * (len(scripts) + 1),
+                               [*scripts, env.terminal_task.solution])
+    assert results.results[-1].score == 1.0, results.results[-1]
+    for result in results.results[:-1]:
+        _judged_zero(result, error_type)

@@ -3,12 +3,18 @@
 task's storage_mb, a judged 0, and the disk it wrote goes with the container."""
 
 import pytest
-from repo_attacks import RIGHT_COUNT, terminal_attack
+from repo_attacks import RIGHT_COUNT, terminal_attack, terminal_batch
 
+TAGS = ('repository', 'disk')
 SCRIPT = (RIGHT_COUNT.format(log="/app/server.log")
           + "\ncat /dev/zero > /root/fill\n")
 
 
 @pytest.mark.parametrize("provider", ["docker"])
 def test_alone(docker_client, provider):
-    terminal_attack(docker_client, SCRIPT, "policy_sandbox_failure")
+    terminal_attack(docker_client, [SCRIPT], 'policy_sandbox_failure')
+
+
+@pytest.mark.parametrize("provider", ["docker"])
+def test_in_batch(repo_pool, provider):
+    terminal_batch(repo_pool, [SCRIPT], 'policy_sandbox_failure')

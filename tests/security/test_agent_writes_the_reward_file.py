@@ -2,8 +2,9 @@
 in its work directory, then leaves a loop that rewrites them."""
 
 import pytest
-from repo_attacks import terminal_attack
+from repo_attacks import terminal_attack, terminal_batch
 
+TAGS = ('repository', 'two-phase', 'forged-result')
 SCRIPT = r"""
 mkdir -p /logs/verifier /app/logs/verifier
 for d in /logs/verifier /app/logs/verifier; do
@@ -15,4 +16,9 @@ done
 
 @pytest.mark.parametrize("provider", ["docker"])
 def test_alone(docker_client, provider):
-    terminal_attack(docker_client, SCRIPT)
+    terminal_attack(docker_client, [SCRIPT])
+
+
+@pytest.mark.parametrize("provider", ["docker"])
+def test_in_batch(repo_pool, provider):
+    terminal_batch(repo_pool, [SCRIPT])

@@ -2,14 +2,20 @@
 beside the tests): SWE-bench's harness graded it resolved."""
 
 import pytest
-from repo_attacks import new_file, patch_attack
+from repo_attacks import new_file, patch_attack, patch_batch
 
+TAGS = ('repository', 'tests', 'forged-pass')
 HOOK = ("import pytest\n\n@pytest.hookimpl(hookwrapper=True)\n"
         "def pytest_runtest_makereport(item, call):\n    outcome = yield\n"
         "    outcome.get_result().outcome = 'passed'\n")
+DIFFS = [new_file(where, HOOK) for where in ("conftest.py", "minicalc/conftest.py")]
 
 
 @pytest.mark.parametrize("provider", ["docker"])
-@pytest.mark.parametrize("where", ["conftest.py", "minicalc/conftest.py"])
-def test_alone(docker_client, provider, where):
-    patch_attack(docker_client, new_file(where, HOOK))
+def test_alone(docker_client, provider):
+    patch_attack(docker_client, DIFFS)
+
+
+@pytest.mark.parametrize("provider", ["docker"])
+def test_in_batch(repo_pool, provider):
+    patch_batch(repo_pool, DIFFS)

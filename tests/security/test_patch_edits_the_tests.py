@@ -2,19 +2,21 @@
 must be the task's own."""
 
 import pytest
-from repo_attacks import new_file, patch_attack
+from repo_attacks import new_file, patch_attack, patch_batch
 
+TAGS = ('repository', 'tests', 'symlinks')
 SYMLINK = ("diff --git a/minicalc/link.py b/minicalc/link.py\nnew file mode 120000\n"
            "--- /dev/null\n+++ b/minicalc/link.py\n@@ -0,0 +1 @@\n+../tests/__init__.py\n"
            "\\ No newline at end of file\n")
-DIFFS = {
-    "new test file": new_file("tests/test_extra.py", "def test_x():\n    pass\n"),
-    "test helper": new_file("minicalc/test_helpers.py", "X = 1\n"),
-    "symlink": SYMLINK,
-}
+DIFFS = [new_file("tests/test_extra.py", "def test_x():\n    pass\n"),
+         new_file("minicalc/test_helpers.py", "X = 1\n"), SYMLINK]
 
 
 @pytest.mark.parametrize("provider", ["docker"])
-@pytest.mark.parametrize("how", list(DIFFS))
-def test_alone(docker_client, provider, how):
-    patch_attack(docker_client, DIFFS[how])
+def test_alone(docker_client, provider):
+    patch_attack(docker_client, DIFFS)
+
+
+@pytest.mark.parametrize("provider", ["docker"])
+def test_in_batch(repo_pool, provider):
+    patch_batch(repo_pool, DIFFS)

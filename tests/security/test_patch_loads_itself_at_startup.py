@@ -3,18 +3,23 @@ usercustomize.py, a .pth file, pytest.ini with a plugin): found first when an im
 repository on PYTHONPATH or installs it in development mode."""
 
 import pytest
-from repo_attacks import new_file, patch_attack
+from repo_attacks import new_file, patch_attack, patch_batch
 
-FILES = {
-    "sitecustomize": ("sitecustomize.py", "import os\nos._exit(0)\n"),
-    "usercustomize": ("usercustomize.py", "import os\nos._exit(0)\n"),
-    "pth": ("minicalc/zz.pth", "import os; os._exit(0)\n"),
-    "pytest_ini": ("pytest.ini", "[pytest]\naddopts = -p minicalc.plugin\n"),
-    "pyproject": ("pyproject.toml", "[tool.pytest.ini_options]\naddopts = '-x'\n"),
-}
+TAGS = ('repository', 'startup', 'forged-pass')
+DIFFS = [new_file(path, text) for path, text in (
+    ("sitecustomize.py", "import os\nos._exit(0)\n"),
+    ("usercustomize.py", "import os\nos._exit(0)\n"),
+    ("minicalc/zz.pth", "import os; os._exit(0)\n"),
+    ("pytest.ini", "[pytest]\naddopts = -p minicalc.plugin\n"),
+    ("pyproject.toml", "[tool.pytest.ini_options]\naddopts = '-x'\n"),
+)]
 
 
 @pytest.mark.parametrize("provider", ["docker"])
-@pytest.mark.parametrize("kind", list(FILES))
-def test_alone(docker_client, provider, kind):
-    patch_attack(docker_client, new_file(*FILES[kind]))
+def test_alone(docker_client, provider):
+    patch_attack(docker_client, DIFFS)
+
+
+@pytest.mark.parametrize("provider", ["docker"])
+def test_in_batch(repo_pool, provider):
+    patch_batch(repo_pool, DIFFS)
