@@ -126,6 +126,9 @@ class PatchTask(BaseModel):
     test_command: str = DEFAULT_TEST_COMMAND
     test_user: str = "65534:65534"
     partial_credit: bool = False
+    #: The name of the swebench package's log parser for this repository's test runner
+    #: (``parse_log_pytest``, ``parse_log_django``, ``parse_log_sympy``, ...).
+    log_parser: str = Field(default="parse_log_pytest", pattern=r"^parse_log_[a-z0-9_]+$")
 
     @field_validator("fail_to_pass", "pass_to_pass", mode="before")
     @classmethod

@@ -86,3 +86,25 @@ def test_a_patch_task_on_a_provider_without_task_containers_is_no_verdict():
                       image="i")
     with pytest.raises(SandboxError, match="runs on the docker provider"):
         judge(make_provider("local"), env, ROW["test_patch"])
+
+
+def test_a_log_is_graded_by_swe_bench_s_parser_and_rules():
+    pytest.importorskip("swebench", reason="grading needs the swebench extra")
+    from deepgym_ray.exceptions import VerifierError
+    from deepgym_ray.scoring.patch_judging import _grader
+
+    task = PatchTask.model_validate({**ROW, "PASS_TO_PASS": ["tests/test_x.py::test_b"]})
+    grade = _grader(task)
+    log = "PASSED tests/test_x.py::test_a\nPASSED tests/test_x.py::test_b\n"
+    result = grade(log)
+    assert (result.score, result.passed, result.details.split(":")[0]) == (
+        1.0, True, "RESOLVED_FULL")
+    result = grade("FAILED tests/test_x.py::test_a - assert 1 == 2\n"
+                   "PASSED tests/test_x.py::test_b\n")
+    assert (result.score, result.passed) == (0.0, False)
+    assert [c.passed for c in result.cases] == [False, True]
+    django = PatchTask.model_validate({**ROW, "FAIL_TO_PASS": ["test_a (app.tests.T)"],
+                                       "log_parser": "parse_log_django"})
+    assert _grader(django)("test_a (app.tests.T) ... ok\n").score == 1.0
+    with pytest.raises(VerifierError, match="no log parser 'parse_log_nope'"):
+        _grader(PatchTask.model_validate({**ROW, "log_parser": "parse_log_nope"}))

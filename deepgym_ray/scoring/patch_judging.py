@@ -189,13 +189,18 @@ def _grader(task: PatchTask) -> Callable[[str], RunResult]:
     try:
         from swebench.harness.constants import FAIL_TO_PASS, PASS_TO_PASS
         from swebench.harness.grading import get_eval_tests_report, get_resolution_status
-        from swebench.harness.log_parsers.python import parse_log_pytest
+        from swebench.harness.log_parsers import python as parsers
     except ImportError:
         raise VerifierError("repository tasks are graded with SWE-bench's own rules: install "
                             "the extra (pip install 'deepgym_ray[swebench]')") from None
+    parse = getattr(parsers, task.log_parser, None)
+    if parse is None:
+        known = ", ".join(n for n in dir(parsers) if n.startswith("parse_log_"))
+        raise VerifierError(f"task {task.instance_id}: swebench has no log parser "
+                            f"{task.log_parser!r} (it has {known})")
 
     def grade(log: str) -> RunResult:
-        statuses = parse_log_pytest(log, None)
+        statuses = parse(log, None)  # (the test spec: no parser of these reads it)
         report = get_eval_tests_report(statuses, {FAIL_TO_PASS: task.fail_to_pass,
                                                   PASS_TO_PASS: task.pass_to_pass})
         resolution = get_resolution_status(report)
