@@ -6,6 +6,7 @@ import os
 import shutil
 import signal
 import tempfile
+import time
 import uuid
 
 import pytest
@@ -56,8 +57,15 @@ _SLOW_FOLDERS = ("e2e", "security", "faults")
 
 
 def pytest_unconfigure(config):
-    if "PYTEST_XDIST_WORKER" not in os.environ:
+    if "PYTEST_XDIST_WORKER" in os.environ:
+        return
+    # A Ray process that is still leaving (a metrics agent) can write its session file just
+    # after the first removal: look again, briefly.
+    for _ in range(5):
         shutil.rmtree(os.environ["DEEPGYM_TEST_RAY_DIRS"], ignore_errors=True)
+        if not os.path.exists(os.environ["DEEPGYM_TEST_RAY_DIRS"]):
+            return
+        time.sleep(0.5)
 
 
 @pytest.hookimpl(tryfirst=True)  # before xdist's own hook reads the groups
