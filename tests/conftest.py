@@ -227,3 +227,18 @@ def daytona_sudo_server():
         yield server
     finally:
         server.stop()
+
+
+@pytest.fixture(scope="session")
+def repo_pool(ray_local):
+    """A Docker client on a Ray pool of its own (2 actors), for repository tasks through the
+    pool: the e2e tests and the repository-task attacks' batches share it."""
+    from helpers.docker_engine import docker_skip_reason, make_docker_client, shutdown_pool
+
+    reason = docker_skip_reason()
+    if reason:
+        pytest.skip(reason)
+    client = make_docker_client(actors=2, concurrency=2, max_retries=1)
+    yield client
+    shutdown_pool(client)
+    client.close()

@@ -18,26 +18,13 @@ pytest.importorskip("swebench", reason="grading needs the swebench extra (setup.
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "swe"
 
 
-@pytest.fixture(scope="module")
-def pool_client(ray_local):
-    from helpers.docker_engine import docker_skip_reason, make_docker_client, shutdown_pool
-
-    reason = docker_skip_reason()
-    if reason:
-        pytest.skip(reason)
-    client = make_docker_client(actors=2, concurrency=2, max_retries=2)
-    yield client
-    shutdown_pool(client)
-    client.close()
-
-
 def _derived(base_tag: str, line: str) -> ImageRecipe:
     """A recipe of its own (a fresh tag) on top of the fixture image: built in a second."""
     return ImageRecipe(dockerfile=f"FROM {base_tag}\nLABEL deepgym.test={uuid.uuid4().hex}\n"
                                   f"{line}")
 
 
-def test_one_build_per_hash_per_node_however_many_actors_ask(pool_client, ray_local):
+def test_one_build_per_hash_per_node_however_many_actors_ask(repo_pool, ray_local):
     import docker
     from helpers.docker_engine import TEST_IMAGE
 
@@ -50,7 +37,7 @@ def test_one_build_per_hash_per_node_however_many_actors_ask(pool_client, ray_lo
     envs = load_swebench(FIXTURES / "tasks.jsonl", recipe=recipe, timeout=120)
     gold = [env.patch_task.gold_patch for env in envs]
     try:
-        batch = pool_client.eval(envs * 2, gold * 2)  # 6 runs, 4 at once on 2 actors
+        batch = repo_pool.eval(envs * 2, gold * 2)  # 6 runs, 4 at once on 2 actors
         assert [r.score for r in batch.results] == [1.0] * 6, batch.results
         builds = ray_local.get(node_builder().builds.remote())
         assert builds.get(recipe.tag) == 1, builds
@@ -58,7 +45,7 @@ def test_one_build_per_hash_per_node_however_many_actors_ask(pool_client, ray_lo
         api.remove_image(recipe.tag, force=True)
 
 
-def test_a_failed_build_is_no_verdict_for_every_run_that_needed_it(pool_client, ray_local):
+def test_a_failed_build_is_no_verdict_for_every_run_that_needed_it(repo_pool, ray_local):
     from helpers.docker_engine import TEST_IMAGE
 
     from deepgym_ray.pool.image_builders import node_builder
@@ -66,7 +53,7 @@ def test_a_failed_build_is_no_verdict_for_every_run_that_needed_it(pool_client, 
     recipe = ImageRecipe(dockerfile=f"FROM {TEST_IMAGE}\nLABEL x={uuid.uuid4().hex}\n"
                                     "RUN echo broken-on-purpose && exit 7\n")
     envs = load_swebench(FIXTURES / "tasks.jsonl", recipe=recipe, timeout=120)
-    batch = pool_client.eval(envs, [env.patch_task.gold_patch for env in envs])
+    batch = repo_pool.eval(envs, [env.patch_task.gold_patch for env in envs])
     assert all(not r.has_verdict and r.error_type == "image_build_error"
                for r in batch.results), batch.results
     assert all("broken-on-purpose" in r.details for r in batch.results)

@@ -111,16 +111,3 @@ def pool_battery(battery, ray_local):
     """The same battery, with the session's local Ray instance up for its pool."""
     return battery
 
-
-@pytest.fixture(scope="session")
-def repo_pool(ray_local):
-    """A Docker client on a Ray pool of its own, for the repository-task attacks' batches."""
-    from helpers.docker_engine import docker_skip_reason, make_docker_client, shutdown_pool
-
-    reason = docker_skip_reason()
-    if reason:
-        pytest.skip(reason)
-    client = make_docker_client(actors=2, concurrency=2, max_retries=1)
-    yield client
-    shutdown_pool(client)
-    client.close()
