@@ -10,6 +10,8 @@ from __future__ import annotations
 import functools
 from pathlib import Path
 
+import pytest
+
 from deepgym_ray.repo_tasks import ImageRecipe
 from deepgym_ray.suites.swebench import load_swebench
 from deepgym_ray.suites.terminal_bench import load_terminal_bench
@@ -82,3 +84,26 @@ def terminal_batch(pool_client, scripts: list[str], error_type: str | None = Non
     assert results.results[-1].score == 1.0, results.results[-1]
     for result in results.results[:-1]:
         _judged_zero(result, error_type)
+
+
+def attack_tests(kind: str, answers: list[str], error_type: str | None = None):
+    """An attack module's two tests, as the battery runs every attack: ``test_alone`` (each
+    answer through ``DeepGym.run``) and ``test_in_batch`` (all of them in one pool map beside
+    a right answer). ``kind``: ``"patch"`` (answers are diffs added to the gold patch) or
+    ``"terminal"`` (answers are scripts). Use: ``test_alone, test_in_batch = attack_tests(...)``.
+    """
+    if kind == "patch":
+        alone, batch = patch_attack, patch_batch
+        error_type = error_type or "test_infra_tampering"
+    else:
+        alone, batch = terminal_attack, terminal_batch
+
+    @pytest.mark.parametrize("provider", ["docker"])
+    def test_alone(docker_client, provider):
+        alone(docker_client, answers, error_type)
+
+    @pytest.mark.parametrize("provider", ["docker"])
+    def test_in_batch(repo_pool, provider):
+        batch(repo_pool, answers, error_type)
+
+    return test_alone, test_in_batch

@@ -2,19 +2,11 @@
 (its container's own layer, which the engine cannot cap): the container is killed past the
 task's storage_mb, a judged 0, and the disk it wrote goes with the container."""
 
-import pytest
-from repo_attacks import RIGHT_COUNT, terminal_attack, terminal_batch
+from repo_attacks import RIGHT_COUNT, attack_tests
 
 TAGS = ('repository', 'disk')
 SCRIPT = (RIGHT_COUNT.format(log="/app/server.log")
           + "\ncat /dev/zero > /root/fill\n")
 
 
-@pytest.mark.parametrize("provider", ["docker"])
-def test_alone(docker_client, provider):
-    terminal_attack(docker_client, [SCRIPT], 'policy_sandbox_failure')
-
-
-@pytest.mark.parametrize("provider", ["docker"])
-def test_in_batch(repo_pool, provider):
-    terminal_batch(repo_pool, [SCRIPT], 'policy_sandbox_failure')
+test_alone, test_in_batch = attack_tests("terminal", [SCRIPT], 'policy_sandbox_failure')

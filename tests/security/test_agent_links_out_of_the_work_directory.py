@@ -2,8 +2,7 @@
 where grading writes or reads (the reward file, the tests, the root), so that the tests'
 own writes land there."""
 
-import pytest
-from repo_attacks import terminal_attack, terminal_batch
+from repo_attacks import attack_tests
 
 TAGS = ('repository', 'two-phase', 'symlinks')
 SCRIPT = r"""
@@ -14,11 +13,4 @@ ln /etc/passwd /app/passwd 2>/dev/null || true
 """
 
 
-@pytest.mark.parametrize("provider", ["docker"])
-def test_alone(docker_client, provider):
-    terminal_attack(docker_client, [SCRIPT])
-
-
-@pytest.mark.parametrize("provider", ["docker"])
-def test_in_batch(repo_pool, provider):
-    terminal_batch(repo_pool, [SCRIPT])
+test_alone, test_in_batch = attack_tests("terminal", [SCRIPT])

@@ -1,8 +1,7 @@
 """A Terminal-Bench answer writes the reward files itself, where grading would read them and
 in its work directory, then leaves a loop that rewrites them."""
 
-import pytest
-from repo_attacks import terminal_attack, terminal_batch
+from repo_attacks import attack_tests
 
 TAGS = ('repository', 'two-phase', 'forged-result')
 SCRIPT = r"""
@@ -14,11 +13,4 @@ done
 """
 
 
-@pytest.mark.parametrize("provider", ["docker"])
-def test_alone(docker_client, provider):
-    terminal_attack(docker_client, [SCRIPT])
-
-
-@pytest.mark.parametrize("provider", ["docker"])
-def test_in_batch(repo_pool, provider):
-    terminal_batch(repo_pool, [SCRIPT])
+test_alone, test_in_batch = attack_tests("terminal", [SCRIPT])

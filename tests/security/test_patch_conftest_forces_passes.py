@@ -1,8 +1,7 @@
 """A patch adds a conftest.py whose hook reports every test as passed (a root one, and one
 beside the tests): SWE-bench's harness graded it resolved."""
 
-import pytest
-from repo_attacks import new_file, patch_attack, patch_batch
+from repo_attacks import attack_tests, new_file
 
 TAGS = ('repository', 'tests', 'forged-pass')
 HOOK = ("import pytest\n\n@pytest.hookimpl(hookwrapper=True)\n"
@@ -11,11 +10,4 @@ HOOK = ("import pytest\n\n@pytest.hookimpl(hookwrapper=True)\n"
 DIFFS = [new_file(where, HOOK) for where in ("conftest.py", "minicalc/conftest.py")]
 
 
-@pytest.mark.parametrize("provider", ["docker"])
-def test_alone(docker_client, provider):
-    patch_attack(docker_client, DIFFS)
-
-
-@pytest.mark.parametrize("provider", ["docker"])
-def test_in_batch(repo_pool, provider):
-    patch_batch(repo_pool, DIFFS)
+test_alone, test_in_batch = attack_tests("patch", DIFFS)

@@ -1,8 +1,7 @@
 """A patch edits the task's hidden test file, adds a test, or plants a symlink: the tests
 must be the task's own."""
 
-import pytest
-from repo_attacks import new_file, patch_attack, patch_batch
+from repo_attacks import attack_tests, new_file
 
 TAGS = ('repository', 'tests', 'symlinks')
 SYMLINK = ("diff --git a/minicalc/link.py b/minicalc/link.py\nnew file mode 120000\n"
@@ -12,11 +11,4 @@ DIFFS = [new_file("tests/test_extra.py", "def test_x():\n    pass\n"),
          new_file("minicalc/test_helpers.py", "X = 1\n"), SYMLINK]
 
 
-@pytest.mark.parametrize("provider", ["docker"])
-def test_alone(docker_client, provider):
-    patch_attack(docker_client, DIFFS)
-
-
-@pytest.mark.parametrize("provider", ["docker"])
-def test_in_batch(repo_pool, provider):
-    patch_batch(repo_pool, DIFFS)
+test_alone, test_in_batch = attack_tests("patch", DIFFS)

@@ -2,8 +2,7 @@
 usercustomize.py, a .pth file, pytest.ini with a plugin): found first when an image puts the
 repository on PYTHONPATH or installs it in development mode."""
 
-import pytest
-from repo_attacks import new_file, patch_attack, patch_batch
+from repo_attacks import attack_tests, new_file
 
 TAGS = ('repository', 'startup', 'forged-pass')
 DIFFS = [new_file(path, text) for path, text in (
@@ -15,11 +14,4 @@ DIFFS = [new_file(path, text) for path, text in (
 )]
 
 
-@pytest.mark.parametrize("provider", ["docker"])
-def test_alone(docker_client, provider):
-    patch_attack(docker_client, DIFFS)
-
-
-@pytest.mark.parametrize("provider", ["docker"])
-def test_in_batch(repo_pool, provider):
-    patch_batch(repo_pool, DIFFS)
+test_alone, test_in_batch = attack_tests("patch", DIFFS)

@@ -168,6 +168,7 @@ class DockerProvider(RepositoryTasks, SandboxProvider):
         self._started_any = False  # a container may exist: close lists them by label
         self._closed = False
         self._tasks: TaskContainers | None = None  # see RepositoryTasks
+        self._images_found: dict[str, str] = {}  # task images this provider has seen
         #: Builds a task's image on this node (a pool sets it to the node's builder actor).
         self.image_builder: Callable[[ImageRecipe], str] | None = None
 

@@ -24,20 +24,29 @@ class RepositoryTasks:
     image_builder: Callable[[ImageRecipe], str] | None
     settings: Any
     _tasks: TaskContainers | None
+    _images_found: dict[str, str]
 
     def task_image(self, env: Environment) -> str:
         """The image a repository task runs in: ``env.image`` as named (pulled if missing), or
         its recipe's, built on this node first if missing (by ``image_builder`` when the pool
-        set one: one build per node). ImageBuildError when the build fails."""
+        set one: one build per node). ImageBuildError when the build fails. An image found
+        once is not looked for again by this provider (no engine or builder call per run)."""
+        key = env.image_recipe.tag if env.image_recipe is not None else env.image or self.image
+        found = self._images_found.get(key)
+        if found is not None:
+            return found
         if env.image_recipe is None:
             from deepgym_ray.images import ensure_pulled
 
-            return ensure_pulled(self._client(), env.image or self.image)
-        if self.image_builder is not None:
-            return self.image_builder(env.image_recipe)
-        from deepgym_ray.images import ensure_image
+            found = ensure_pulled(self._client(), key)
+        elif self.image_builder is not None:
+            found = self.image_builder(env.image_recipe)
+        else:
+            from deepgym_ray.images import ensure_image
 
-        return ensure_image(self._client(), env.image_recipe)
+            found = ensure_image(self._client(), env.image_recipe)
+        self._images_found[key] = found
+        return found
 
     def start_task_container(self, image: str, limits: TaskLimits | None = None
                              ) -> TaskContainer:
