@@ -32,8 +32,12 @@ BATCH_SLOTS = 4  # two actors x two runs: the attack and three right answers all
 def describe(result: RunResult | None) -> str:
     if result is None:
         return "no result"
+    details = str(result.details)
+    if len(details) > 600:  # a traceback's end says what happened: keep both ends
+        details = f"{details[:200]} [...] {details[-400:]}"
     return (f"score={result.score} has_verdict={result.has_verdict} "
-            f"error_type={result.error_type} details={str(result.details)[:300]!r}")
+            f"error_type={result.error_type} duration={result.duration:.1f}s "
+            f"details={details!r}")
 
 
 class Battery:
