@@ -1,4 +1,10 @@
-"""Kill `deepgym-ray eval` midway, run it again with the same --out: every result exactly once."""
+"""Kill `deepgym-ray eval` midway, run it again with the same --out: every result exactly once.
+
+On threads the eval is alone; on Ray it is a driver of the session's running Ray instance, as on
+a cluster, with a pool of its own that outlives the killed driver. (An embedded Ray start per
+eval was tried first: on a machine whose cores are all busy, Ray's fixed 30 s wait for its
+raylet ran out three times in a row, and the test failed for that, not for resuming.)
+"""
 
 from __future__ import annotations
 
@@ -8,6 +14,7 @@ import signal
 import subprocess
 import sys
 import time
+import uuid
 from collections import Counter
 
 import pytest
@@ -17,16 +24,26 @@ pytestmark = pytest.mark.e2e
 TASKS = 40
 
 
-def _command(out_file, backend):
+def _command(out_file, backend, pool_name):
+    pool = []
+    if backend == "ray":  # taking none of the session's CPUs, which other pools may hold
+        config = out_file.with_name("pool.yaml")
+        config.write_text(f"pool:\n  name: {pool_name}\n  actors: 2\n"
+                          "  num_cpus_per_actor: 0\n")
+        pool = ["--config", str(config)]
     return [sys.executable, "-m", "deepgym_ray.cli", "eval", "humaneval", "--reference",
-            "--limit", str(TASKS), "--mode", "local", "--backend", backend,
+            "--limit", str(TASKS), "--mode", "local", "--backend", backend, *pool,
             "--max-parallel", "2", "--no-progress", "--out", str(out_file)]
 
 
-def _env():
-    env = dict(os.environ)
-    env["RAY_ADDRESS"] = "local"  # an embedded Ray of its own, never another test's cluster
-    return env
+@pytest.fixture(params=["threads", "ray"])
+def backend(request):
+    """The backend, and on Ray the address of the session's instance for the eval to join."""
+    if request.param == "threads":
+        yield "threads", {}
+        return
+    ray = request.getfixturevalue("ray_local")
+    yield "ray", {"RAY_ADDRESS": ray.get_runtime_context().gcs_address}
 
 
 def _lines(path):
@@ -42,10 +59,21 @@ def _kill_group(proc):
     proc.wait(timeout=30)
 
 
-@pytest.mark.parametrize("backend", ["threads", "ray"])
 def test_killed_eval_resumes_with_every_result_once(tmp_path, backend):
-    out_file = tmp_path / "results.jsonl"
-    proc = subprocess.Popen(_command(out_file, backend), env=_env(), start_new_session=True,
+    backend, address = backend
+    pool_name = f"resume-{uuid.uuid4().hex[:8]}"
+    try:
+        _kill_and_resume(tmp_path / "results.jsonl", backend, pool_name, {**os.environ, **address})
+    finally:
+        if backend == "ray":
+            from deepgym_ray.pool.admin import shutdown_pools
+
+            shutdown_pools(pool_name)
+
+
+def _kill_and_resume(out_file, backend, pool_name, env):
+    command = _command(out_file, backend, pool_name)
+    proc = subprocess.Popen(command, env=env, start_new_session=True,
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     try:
         deadline = time.monotonic() + 300
@@ -61,8 +89,7 @@ def test_killed_eval_resumes_with_every_result_once(tmp_path, backend):
     with out_file.open("a") as handle:
         handle.write(before[-1][: len(before[-1]) // 2])
 
-    rerun = subprocess.run(_command(out_file, backend), env=_env(), capture_output=True,
-                           text=True, timeout=600)
+    rerun = subprocess.run(command, env=env, capture_output=True, text=True, timeout=600)
     assert rerun.returncode == 0, rerun.stdout + rerun.stderr
     assert f"Resuming: {len(before)} of {TASKS} results already in" in rerun.stderr
     assert f"Runs: {TASKS} (judged {TASKS}, no verdict 0)" in rerun.stdout
