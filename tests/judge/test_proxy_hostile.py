@@ -8,6 +8,7 @@ return its own result (a crash of the verifier would be no verdict, not a 0).
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import uuid
@@ -223,9 +224,10 @@ def work(seconds):
 
 @pytest.fixture()
 def busy_neighbours():
-    """Four processes that keep both cores busy for as long as the test runs."""
+    """A busy process per core for as long as the test runs (more would only take the
+    CPU from the rest of the test run too)."""
     procs = [subprocess.Popen([sys.executable, "-c", "while True:\n    pass\n"])
-             for _ in range(4)]
+             for _ in range(os.cpu_count() or 2)]
     try:
         yield procs
     finally:
