@@ -87,6 +87,13 @@ _EXPORTS: dict[str, str] = {
     "TerminalTask": "deepgym_ray.repo_tasks",
     "ImageRecipe": "deepgym_ray.repo_tasks",
     "ImageBuildError": "deepgym_ray.images",
+    # agent episodes
+    "Action": "deepgym_ray.sessions",
+    "Observation": "deepgym_ray.sessions",
+    "Trajectory": "deepgym_ray.sessions",
+    "TrajectoryStep": "deepgym_ray.sessions",
+    "failure_result": "deepgym_ray.sessions",
+    "agent_exhausted": "deepgym_ray.sessions",
     # benchmark suites
     "list_suites": "deepgym_ray.suites",
     "load_suite": "deepgym_ray.suites",
@@ -157,6 +164,14 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from deepgym_ray.sandboxes.daytona import DaytonaProvider
     from deepgym_ray.sandboxes.local import LocalProvider
     from deepgym_ray.scoring import Scorer
+    from deepgym_ray.sessions import (
+        Action,
+        Observation,
+        Trajectory,
+        TrajectoryStep,
+        agent_exhausted,
+        failure_result,
+    )
     from deepgym_ray.suites import (
         list_suites,
         load_environment,

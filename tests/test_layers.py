@@ -32,6 +32,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("images", ("deepgym_ray.images",)),
     ("sandboxes", ("deepgym_ray.sandboxes",)),
     ("scoring", ("deepgym_ray.scoring",)),
+    ("sessions", ("deepgym_ray.sessions",)),
     ("pool", ("deepgym_ray.pool",)),
     ("client", ("deepgym_ray.client",)),
     ("reward", ("deepgym_ray.reward",)),
