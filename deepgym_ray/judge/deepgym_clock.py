@@ -52,13 +52,20 @@ import time
 
 from deepgym_cgroup import V2_COUNTER, accounts
 
-__all__ = ["STARVED_FACTOR", "WALL_FACTOR", "CpuClock", "Deadline", "RunTimer"]
+__all__ = ["STARVED", "STARVED_FACTOR", "WALL_FACTOR", "CpuClock", "Deadline", "RunTimer"]
 
 WALL_FACTOR = 10  # wall-clock bound of a request, in multiples of its (CPU) limit
 STARVED_FACTOR = 100  # with no run timer, the most wall-clock time a request may take, ditto
 _POLL = 0.1  # seconds between readings once a request has run its limit in wall time
+# A request that ran out of wall-clock time in all was starved by others only if its process
+# ran no more CPU besides its main thread than this and a quarter of the main thread's.
+_OWN_NOISE = 0.002
 _TICK = os.sysconf("SC_CLK_TCK")
 _RUN = []  # the run's RunTimer while it runs (one per runner process)
+# Why a request of this run ran out of wall-clock time in all while the machine's load, not the
+# answer, kept its process waiting for a CPU (see Deadline._starved_by_others). The run's
+# verdict stands; the host may run it again (scoring.judging), where the load may have passed.
+STARVED = []
 
 
 class CpuClock:
@@ -74,7 +81,7 @@ class CpuClock:
         self.mark = self.census = None
         self.v2 = False
         self.whole = group is not None and group.whole
-        self.group = group
+        self.group, self.pid = group, pid
         names = ("stat", "schedstat") if pid is not None else ()
         for name in names:
             try:
@@ -120,6 +127,41 @@ class CpuClock:
         census = self.group.census() if self.group.census is not None else None
         return census is not None and census == self.census and census[1] == 1
 
+    def sched(self):
+        """(seconds on a CPU, seconds waiting for one) of the main thread, or None."""
+        fd = self.fds.get("schedstat")
+        try:
+            ran, waited = os.pread(fd, 128, 0).split()[:2]
+            return int(ran) / 1e9, int(waited) / 1e9
+        except (TypeError, OSError, ValueError):
+            return None
+
+    def other_threads_ran(self):
+        """CPU seconds the process's other threads ran in all their lives (0.0 if unknown)."""
+        total = 0.0
+        try:
+            tids = [t for t in os.listdir(f"/proc/{self.pid}/task") if t != str(self.pid)]
+        except (OSError, TypeError):
+            return total
+        for tid in tids:
+            try:
+                with open(f"/proc/{self.pid}/task/{tid}/schedstat", "rb") as f:
+                    total += int(f.read().split()[0]) / 1e9
+            except (OSError, ValueError, IndexError):
+                continue
+        return total
+
+    def scheduling(self):
+        """(runnable now, nice, scheduling policy) of the process, or None. One that lowers
+        its own priority makes itself wait for a CPU."""
+        fd = self.fds.get("stat")
+        try:
+            data = os.pread(fd, 2048, 0)
+            fields = data[data.rindex(b")") + 2:].split()
+            return fields[0] == b"R", int(fields[16]), int(fields[38])
+        except (TypeError, OSError, ValueError, IndexError):
+            return None
+
     def queued(self):
         """Seconds spent runnable but not running, or None when they cannot be read."""
         fd = self.fds.get("schedstat")
@@ -129,6 +171,12 @@ class CpuClock:
         for fd in self.fds.values():
             os.close(fd)
         self.fds = {}
+
+
+def _as_eager_as_us(nice, policy):
+    """Whether a solution process's niceness and policy are the ordinary policy at no lower a
+    priority than this runner's: it inherits ours, and only lowering its own makes it wait."""
+    return policy == 0 and nice <= os.getpriority(os.PRIO_PROCESS, 0)
 
 
 def _queued(fd):
@@ -234,6 +282,7 @@ class Deadline:
         self.cpu_start = carried if carried is not None else (
             clock.read() if clock is not None else None)
         self.queued_start = clock.queued() if self.cpu_start is not None else None
+        self.sched_start = clock.sched() if self.cpu_start is not None else None
         self.waited = 0.0  # of which the run's timer has been told
         self.started = time.monotonic()
         self.bounds = None  # worked out only for a request that outlasts its limit
@@ -291,8 +340,32 @@ class Deadline:
             raise self.timed_out(f"{bound:g}s of wall-clock time (its waits for a CPU not "
                                  "counted)")
         if elapsed >= cap:
+            if self._starved_by_others(used, elapsed):
+                STARVED.append(f"a request took {elapsed:.1f}s, {self.waited:.1f}s of it "
+                               f"waiting for a CPU, using {used:.2f}s of CPU")
             raise self.timed_out(f"{cap:g}s of wall-clock time in all")
         return min(self.limit - used, bound - active, cap - elapsed, _POLL)
+
+    def _starved_by_others(self, used, elapsed):
+        """Whether the machine's load, not the answer, kept this request waiting: its process
+        is waiting for a CPU now or waited for much of the time (the kernel counts a wait only
+        once it ends: a starved process's one long wait is not in the count yet), without
+        lowering its own priority or running other threads or processes of its own (their CPU
+        time is in ``used``). A sched_yield loop looks the same to the scheduler, and is noted
+        too: getting this wrong costs the host another run, never a verdict."""
+        now, start = self.clock.sched(), self.sched_start
+        if now is None or start is None or used is None:
+            return False
+        scheduling = self.clock.scheduling()
+        if scheduling is None or not _as_eager_as_us(*scheduling[1:]):
+            return False
+        if not scheduling[0] and self.waited < elapsed / 3:
+            return False  # neither waiting for a CPU now nor for much of the time
+        ran, threads = now[0] - start[0], self.clock.other_threads_ran()
+        others = threads
+        if "group" in self.clock.fds:  # a count to the microsecond of every process it started
+            others += max(0.0, used - ran - threads)
+        return others <= _OWN_NOISE + ran / 4
 
     def _wait_for_cpu(self):
         """Seconds the process waited for a CPU during this request; the run's timer is told

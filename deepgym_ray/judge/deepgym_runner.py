@@ -317,6 +317,10 @@ def main():
         valid = isinstance(score, float) and math.isfinite(score) and -1e-6 <= score <= 1 + 1e-6
         result["exit_code"] = (0 if result.get("passed") else 1) if valid else 2
     result["in_play"] = channel.in_play
+    import deepgym_clock  # imported by now (the verifier ran under its timer)
+
+    if deepgym_clock.STARVED and result["kind"] == "verdict" and not result.get("passed"):
+        result["starved"] = deepgym_clock.STARVED[0]  # the host may run it again
     result["final"] = True
     channel.emit(result)
     real_exit(int(result["exit_code"]))

@@ -12,6 +12,7 @@ Example:
 from __future__ import annotations
 
 import json
+import logging
 import secrets
 import time
 from functools import lru_cache
@@ -34,6 +35,12 @@ GRACE_SECONDS = 3.0
 # A run's limit leaves out the time it waited for a CPU (the machine's load, not the answer's
 # doing), up to this many times the limit in wall-clock time, however starved.
 RUN_WALL_FACTOR = 3.0
+# A run the machine's load starved (see judge) is run again this many times at most, after
+# STARVED_BACKOFF seconds, then twice that, ...
+STARVED_RETRIES = 2
+STARVED_BACKOFF = 1.0
+
+logger = logging.getLogger(__name__)
 
 
 @lru_cache(maxsize=256)
@@ -86,6 +93,11 @@ def judge(provider: SandboxProvider, env: Environment, code: str,
     when the environment's files cannot be read or written, naming the file). ``cancel``, set
     by another thread, stops the run (a cancellable provider kills its processes then) and
     raises RunCancelledError: whatever the run had done, it is no verdict.
+
+    A run that failed after one of its requests ran out of wall-clock time while the machine's
+    load kept the answer waiting for a CPU (the runner's ``starved`` note) is run again, in a
+    fresh sandbox, up to STARVED_RETRIES times: the load may have passed, and a right answer
+    must not become a 0 by it. The last try's verdict stands, so no answer escapes its 0.
     """
     if env.patch_task is not None or env.terminal_task is not None:
         return _judge_repository_task(provider, env, code, cancel)
@@ -95,6 +107,24 @@ def judge(provider: SandboxProvider, env: Environment, code: str,
         shape = verifier_shape(env.verifier_source())
     except ValueError as exc:
         raise VerifierError(f"environment {env.name!r}: {exc}") from None
+    for attempt in range(STARVED_RETRIES + 1):
+        result, starved = _judge_once(provider, env, files, shape, cancel)
+        if starved is None or attempt == STARVED_RETRIES:
+            break
+        logger.info("%s: the machine's load starved the run (%s); running it again (%d of %d)",
+                    env.name, starved, attempt + 1, STARVED_RETRIES)
+        time.sleep(STARVED_BACKOFF * (attempt + 1))
+    # The result was made just now, for this run alone: set the run's fields on it (a copy
+    # costs as much as the rest of the host's bookkeeping of a fast run).
+    result.duration = time.monotonic() - started
+    result.env_name = env.name
+    return result
+
+
+def _judge_once(provider: SandboxProvider, env: Environment, files: dict[str, bytes],
+                shape: str | None, cancel: CancelSignal | None) -> tuple[RunResult, str | None]:
+    """One run in a fresh sandbox: its result, and the runner's note when the machine's load
+    starved it (else None)."""
     _check(cancel, "before it started")
     sandbox = provider.create(env)
     try:
@@ -116,11 +146,10 @@ def judge(provider: SandboxProvider, env: Environment, code: str,
         result = interpret(outcome, token, sandbox_id=sandbox.id)
     finally:
         provider.destroy(sandbox)  # its cleanup is proven (or raises) as after any run
-    # The result was made just now, for this run alone: set the run's fields on it (a copy
-    # costs as much as the rest of the host's bookkeeping of a fast run).
-    result.duration = time.monotonic() - started
-    result.env_name, result.sandbox_id = env.name, sandbox.id
-    return result
+    result.sandbox_id = sandbox.id
+    final = _last_final(outcome.stdout, token) if result.has_verdict else None
+    starved = final.get("starved") if final is not None else None
+    return result, starved if isinstance(starved, str) else None
 
 
 def _judge_repository_task(provider: SandboxProvider, env: Environment, answer: str,

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import json
 import os
-import time
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -362,39 +363,34 @@ def test_entry_point_is_the_installed_console_script():
 
 
 
-HELPERS = (b"deepgym_forkserver", b"solution zygote", b"deepgym_janitor", b"deepgym_runner")
-
-
-def _helpers() -> set[str]:
-    """Pids of the local provider's helper processes (fork server, zygote, janitor, runners)."""
-    found = set()
-    for pid in filter(str.isdigit, os.listdir("/proc")):
-        try:
-            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
-        except OSError:
-            continue
-        if any(name in cmdline for name in HELPERS):
-            found.add(pid)
-    return found
+def test_the_leftover_report_sees_what_a_command_detached(tmp_path):
+    # The check below must be able to fail: a process that left its session and its parent
+    # behind is still found, and killed afterwards.
+    report = tmp_path / "leftovers.json"
+    done = subprocess.run(
+        [sys.executable, str(Path(__file__).parents[1] / "helpers" / "subreaper.py"),
+         str(report), "sh", "-c", "setsid sh -c 'sleep 300 & exit' ; exit 3"],
+        env={**os.environ, "DEEPGYM_LEFTOVER_WAIT": "0.5"}, timeout=60)
+    assert done.returncode == 3
+    assert json.loads(report.read_text()) == ["sleep 300 "]
 
 
 def test_eval_leaves_nothing_behind_once_it_returns(tmp_path, answer_env):
     # The command ends with os._exit once its exit handlers ran (the interpreter's teardown
     # costs a sixth of a one-answer eval): its provider is closed before that, and all it
     # printed still reaches the pipe.
+    # The helpers see their lifelines close with the command: each exits on its own then.
+    # Counted below the command only (tests/helpers/subreaper.py): another test's helpers,
+    # started meanwhile on the other worker, are not this command's leftovers.
     solutions = write_jsonl(tmp_path / "s.jsonl", [{"code": "ANSWER = 42"}] * 40)
     scratch = tmp_path / "tmp"
     scratch.mkdir()
-    before = _helpers()
+    report = tmp_path / "leftovers.json"
     proc = cli("eval", answer_env, "--solutions", solutions, "--json", *LOCAL,
-               env={"TMPDIR": str(scratch)})
+               env={"TMPDIR": str(scratch)}, leftovers=report)
     assert proc.returncode == 0, proc.stderr
     summary = json.loads(proc.stdout)  # the whole summary: nothing cut off by the fast exit
     assert summary["total"] == 40 and summary["passed"] == 40
     assert list(scratch.iterdir()) == []  # work root, solutions root, zygote's control dir
     assert str(scratch) not in Path("/proc/self/mountinfo").read_text()
-    # The helpers see their lifelines close with the command: each exits on its own then.
-    deadline = time.monotonic() + 30
-    while (left := _helpers() - before) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert not left, [Path(f"/proc/{pid}/cmdline").read_bytes() for pid in left]
+    assert json.loads(report.read_text()) == []

@@ -59,10 +59,12 @@ def ray_temp_dir():
 
 
 def cli(*argv, env: dict[str, str | None] | None = None, stdin: str | None = None,
-        timeout: float = 600) -> subprocess.CompletedProcess:
+        timeout: float = 600, leftovers: Path | None = None) -> subprocess.CompletedProcess:
     """``deepgym-ray ARGV...`` in a process of its own; Ray, if it starts, starts its own
     instance on 127.0.0.1 (a temp dir of its own: no `ray start` cluster to find). In ``env``,
-    a value of None removes that variable."""
+    a value of None removes that variable. With ``leftovers``, the command runs under
+    ``subreaper.py``, which writes there (JSON) the command lines of the processes it started
+    that were still running 30 s after it ended: its own, never another test's."""
     run_env = {k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"}
     given = (env or {}).get("RAY_TMPDIR")  # not this process's: a cluster may be recorded there
     with contextlib.nullcontext(given) if given else ray_temp_dir() as ray_dir:
@@ -72,8 +74,12 @@ def cli(*argv, env: dict[str, str | None] | None = None, stdin: str | None = Non
                 run_env.pop(key, None)
             else:
                 run_env[key] = value
-        return subprocess.run([str(ENTRY_POINT), *map(str, argv)], env=run_env, text=True,
-                              input=stdin, capture_output=True, timeout=timeout)
+        command = [str(ENTRY_POINT), *map(str, argv)]
+        if leftovers is not None:
+            command = [sys.executable, str(Path(__file__).with_name("subreaper.py")),
+                       str(leftovers), *command]
+        return subprocess.run(command, env=run_env, text=True, input=stdin,
+                              capture_output=True, timeout=timeout)
 
 
 def error_lines(proc: subprocess.CompletedProcess) -> list[str]:

@@ -15,6 +15,9 @@ itself, one ``key=value`` directive per line:
     node=1             the sandbox id names the Ray node that ran it
     gate=<tag>         the run says it started, then waits until the test opens the gate
                        (see Gate): a batch held in flight for as long as a test needs
+    starved=always     the run times out with the runner's note that the machine's load
+                       starved it (a judged 0 the host runs again)
+    starved=once:<tag> ... only on the first attempt (marker file)
 
 The module registers itself with Ray's cloudpickle by value, so Ray workers need no path to it.
 """
@@ -131,6 +134,11 @@ class ScriptedProvider(SandboxProvider):
             "in_play": True,
             "final": True,
         }
+        starved = todo.get("starved", "")
+        if starved == "always" or (starved.startswith("once:") and self._first_time(starved[5:])):
+            final.update(score=0.0, passed=False, exit_code=1, error_type="solution_timeout",
+                         details="the solution did not answer within 5s of wall-clock time in "
+                                 "all", starved="a request took 5.0s, 4.9s of it waiting")
         if "cases" in todo:
             final["cases"] = [{"id": str(i), "passed": float(s) >= 1.0, "score": float(s)}
                               for i, s in enumerate(todo["cases"].split(","))]

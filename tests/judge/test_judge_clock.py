@@ -91,7 +91,8 @@ clean = deepgym_spawn.shutdown_all()
 give_up = time.monotonic() + 10  # a killed process is gone once it has run its exit
 while left_in(group) and time.monotonic() < give_up:
     time.sleep(0.05)
-print(json.dumps(outcome + [seconds, clean, left_in(group)]))
+import deepgym_clock
+print(json.dumps(outcome + [seconds, clean, left_in(group), deepgym_clock.STARVED]))
 '''
 
 # The run's time as a bare interval timer gives it, or as the runner's RunTimer counts it.
@@ -124,6 +125,11 @@ def nap():
     time.sleep(3600)
 
 
+def niced_work(seconds):
+    os.nice(19)  # behind everything else on the machine: its own doing
+    return work(seconds)
+
+
 def yield_behind_own_spinners():
     # Ready to run all the time, yet hardly running: its own children take the CPU.
     for _ in range(4):
@@ -136,11 +142,12 @@ def yield_behind_own_spinners():
 
 
 def call_while_starved(tmp_path: Path, call: str, run_time: float = 120.0,
-                       timer: str = "interval") -> tuple[str, str, float]:
+                       timer: str = "interval", notes: list | None = None
+                       ) -> tuple[str, str, float]:
     """Run ``sol.<call>`` in a verifier process while neighbours of a far higher weight share
     the solution's one core (the other cores stay free, and the kernel ends each neighbour
     after its CPU budget even if this process were starved); returns (outcome, value or
-    message, wall seconds of the call)."""
+    message, wall seconds of the call), and puts the clock's starvation notes in ``notes``."""
     if os.geteuid() != 0:
         pytest.skip("starving neighbours need root to raise their scheduling group's weight")
     path = tmp_path / "solution.py"
@@ -151,8 +158,11 @@ def call_while_starved(tmp_path: Path, call: str, run_time: float = 120.0,
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
                           timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
-    outcome, value, seconds, clean, left = json.loads(done.stdout.strip().splitlines()[-1])
+    outcome, value, seconds, clean, left, starved = json.loads(
+        done.stdout.strip().splitlines()[-1])
     assert clean and left == 0, (clean, left)  # the solution and all it started are gone
+    if notes is not None:
+        notes.extend(starved)
     return outcome, str(value), seconds
 
 
@@ -194,6 +204,33 @@ def test_an_answer_that_makes_itself_wait_is_ended_by_the_run_time_left(tmp_path
     bound = re.search(r"within ([0-9.]+)s of wall-clock time", value)
     assert outcome == "TimeoutError" and bound, value
     assert float(bound.group(1)) <= run_time / 3, value
+
+
+# A request's bound on all its wall-clock time (a third of the run's time left) is a verdict,
+# but the clock notes when the machine's load, not the answer, kept it waiting: the host then
+# runs it again (tests/scoring/test_starved_runs.py). An answer that made itself wait gets no
+# such note: another try would only cost the host a run.
+STARVED_RUN_TIME = 1.5  # a bound of 0.5 s in all; the call needs about 2.5 s at 1/55 of a core
+
+
+@pytest.mark.slow
+def test_a_right_answer_starved_past_its_bound_in_all_is_noted_as_starved(tmp_path):
+    notes: list = []
+    outcome, value, _seconds = call_while_starved(tmp_path, f"work({0.5 * CASE_TIMEOUT})",
+                                                  STARVED_RUN_TIME, notes=notes)
+    assert outcome == "TimeoutError" and "of wall-clock time in all" in value, value
+    assert len(notes) == 1 and "waiting for a CPU" in notes[0], notes
+
+
+@pytest.mark.slow
+def test_an_answer_that_lowered_its_own_priority_is_not_noted_as_starved(tmp_path):
+    # (Whether its own threads or processes took the CPU is told by their CPU time, which
+    # under this much starvation is too small to tell: a note there costs a run, no more.)
+    notes: list = []
+    outcome, value, _seconds = call_while_starved(tmp_path, "niced_work(0.05)",
+                                                  STARVED_RUN_TIME, notes=notes)
+    assert outcome == "TimeoutError", value
+    assert notes == [], notes
 
 
 def test_a_reply_waiting_when_the_verifier_looks_late_is_in_time():
