@@ -256,8 +256,14 @@ def bwrap_client():
 def test_a_timed_out_calls_orphaned_grandchild_is_gone_before_the_next_call(mode, request):
     client = request.getfixturevalue(f"{mode}_client")
     result = client.run(_env("orphan-after-timeout", ORPHAN_VERIFIER), ORPHAN_SOLUTION)
-    assert result.score == 1.0, result.details
-    assert "CPU time" in result.details  # the grandchild's CPU ended the call
+    assert result.score == 1.0, result.details  # the call timed out, the grandchild is gone
+    # Which of the call's bounds ended it depends on the machine's load: its CPU limit (the
+    # grandchild's CPU is counted) on a quiet machine, or with every core kept busy its
+    # wall-clock bound first (seen under scripts/stress_tests.sh: the grandchild got less than
+    # a tenth of a core). That the grandchild's CPU counts is asserted where the load cannot
+    # decide it: test_cpu_burnt_between_calls_is_charged_to_the_next, and
+    # test_the_solutions_group_counts_an_orphaned_grandchild_and_kills_it.
+    assert "the solution did not answer within" in result.details, result.details
 
 
 @pytest.mark.parametrize("mode", ["local", "bwrap", "docker"])

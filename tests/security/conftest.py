@@ -72,6 +72,9 @@ def _battery_case_and_attack(item):
     return case, getattr(getattr(item, "module", None), "ATTACK", None)
 
 
+BATCH_TIMEOUT = 1200  # seconds, for a test that runs a provider's whole batch
+
+
 @pytest.hookimpl(trylast=True)  # after -k and -m have deselected theirs
 def pytest_collection_modifyitems(config, items):
     """A provider case that names its ``attacks`` runs only those: the others are deselected
@@ -92,6 +95,10 @@ def pytest_collection_modifyitems(config, items):
         case, attack = _battery_case_and_attack(item)
         if case is not None and attack is not None and item.originalname == "test_in_batch":
             batches.setdefault(case.label, []).append(attack)
+            # The first of a provider's batch tests runs the whole provider's map (every
+            # attack, four runs each, and the follow-ups): under scripts/stress_tests.sh
+            # Docker's took longer than pytest's 300 s.
+            item.add_marker(pytest.mark.timeout(BATCH_TIMEOUT))
     config.stash[BATCH_ATTACKS] = batches
 
 
