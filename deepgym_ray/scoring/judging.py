@@ -97,7 +97,8 @@ def judge(provider: SandboxProvider, env: Environment, code: str,
     A run that failed after one of its requests ran out of wall-clock time while the machine's
     load kept the answer waiting for a CPU (the runner's ``starved`` note) is run again, in a
     fresh sandbox, up to STARVED_RETRIES times: the load may have passed, and a right answer
-    must not become a 0 by it. The last try's verdict stands, so no answer escapes its 0.
+    must not become a 0 by it. The last judged try's verdict stands: a try that judged nothing
+    (it raised, or has no verdict) ends the retries and leaves the 0, so no answer escapes it.
     """
     if env.patch_task is not None or env.terminal_task is not None:
         return _judge_repository_task(provider, env, code, cancel)
@@ -107,13 +108,24 @@ def judge(provider: SandboxProvider, env: Environment, code: str,
         shape = verifier_shape(env.verifier_source())
     except ValueError as exc:
         raise VerifierError(f"environment {env.name!r}: {exc}") from None
-    for attempt in range(STARVED_RETRIES + 1):
-        result, starved = _judge_once(provider, env, files, shape, cancel)
-        if starved is None or attempt == STARVED_RETRIES:
+    result, starved = _judge_once(provider, env, files, shape, cancel)
+    for attempt in range(1, STARVED_RETRIES + 1):
+        if starved is None:
             break
         logger.info("%s: the machine's load starved the run (%s); running it again (%d of %d)",
-                    env.name, starved, attempt + 1, STARVED_RETRIES)
-        time.sleep(STARVED_BACKOFF * (attempt + 1))
+                    env.name, starved, attempt, STARVED_RETRIES)
+        time.sleep(STARVED_BACKOFF * attempt)
+        try:
+            again, starved = _judge_once(provider, env, files, shape, cancel)
+        except RunCancelledError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - a try that judged nothing
+            logger.info("%s: the run again judged nothing (%s); its judged 0 stands",
+                        env.name, exc)
+            break
+        if not again.has_verdict:  # a try without a verdict never takes a judged 0's place
+            break
+        result = again
     # The result was made just now, for this run alone: set the run's fields on it (a copy
     # costs as much as the rest of the host's bookkeeping of a fast run).
     result.duration = time.monotonic() - started
