@@ -281,8 +281,10 @@ class Deadline:
         carried = clock.mark if clock is not None and clock.carries() else None
         self.cpu_start = carried if carried is not None else (
             clock.read() if clock is not None else None)
-        self.queued_start = clock.queued() if self.cpu_start is not None else None
+        # One read of the main thread's schedstat: its wait now, and its run time for
+        # _starved_by_others.
         self.sched_start = clock.sched() if self.cpu_start is not None else None
+        self.queued_start = self.sched_start[1] if self.sched_start is not None else None
         self.waited = 0.0  # of which the run's timer has been told
         self.started = time.monotonic()
         self.bounds = None  # worked out only for a request that outlasts its limit

@@ -159,7 +159,9 @@ def _judge_once(provider: SandboxProvider, env: Environment, files: dict[str, by
     finally:
         provider.destroy(sandbox)  # its cleanup is proven (or raises) as after any run
     result.sandbox_id = sandbox.id
-    final = _last_final(outcome.stdout, token) if result.has_verdict else None
+    # The runner notes starvation only on a verdict that did not pass: a pass is not re-read.
+    final = _last_final(outcome.stdout, token) if result.has_verdict and not result.passed \
+        else None
     starved = final.get("starved") if final is not None else None
     return result, starved if isinstance(starved, str) else None
 
