@@ -94,6 +94,10 @@ _EXPORTS: dict[str, str] = {
     "TrajectoryStep": "deepgym_ray.sessions",
     "failure_result": "deepgym_ray.sessions",
     "agent_exhausted": "deepgym_ray.sessions",
+    "Session": "deepgym_ray.sessions",
+    "AsyncSession": "deepgym_ray.sessions",
+    "SessionStateError": "deepgym_ray.sessions",
+    "MultiTurnTask": "deepgym_ray.multi_turn",
     # benchmark suites
     "list_suites": "deepgym_ray.suites",
     "load_suite": "deepgym_ray.suites",
@@ -152,6 +156,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
         write_verl_parquet,
     )
     from deepgym_ray.models import BatchResult, CaseResult, Environment, EvalResult, RunResult
+    from deepgym_ray.multi_turn import MultiTurnTask
     from deepgym_ray.pool import VerifierPool, get_pool
     from deepgym_ray.pool.actor import VerifierActor
     from deepgym_ray.pool.admin import pool_status, shutdown_pools
@@ -166,7 +171,10 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from deepgym_ray.scoring import Scorer
     from deepgym_ray.sessions import (
         Action,
+        AsyncSession,
         Observation,
+        Session,
+        SessionStateError,
         Trajectory,
         TrajectoryStep,
         agent_exhausted,

@@ -23,7 +23,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from deepgym_ray.completions import check_completion, check_completions, completion_to_code
 from deepgym_ray.config import DeepGymConfig, check_max_parallel
@@ -31,6 +31,9 @@ from deepgym_ray.exceptions import error_type_for
 from deepgym_ray.models import BatchResult, Environment, EvalResult, RunResult
 from deepgym_ray.sandboxes.base import SandboxProvider
 from deepgym_ray.scoring import ProviderSpec, Scorer, map_threads
+
+if TYPE_CHECKING:
+    from deepgym_ray.sessions import Action, AsyncSession, Observation, Session
 
 __all__ = ["DeepGym", "default_client"]
 
@@ -135,6 +138,28 @@ class DeepGym:
         check_completion(model_output, "model_output")
         return self.scorer.run(env, completion_to_code(model_output,
                                                        languages=env.answer_languages))
+
+    def session(self, env: Environment | str) -> Session:
+        """An agent's episode of the multi-turn ``env`` in a sandbox of this client's provider
+        (see :class:`~deepgym_ray.sessions.Session`); call ``start()`` first."""
+        from deepgym_ray.sessions import Session
+
+        return Session(self.scorer.provider, self._environment(env))
+
+    def async_session(self, env: Environment | str) -> AsyncSession:
+        """:meth:`session` for asyncio code (:class:`~deepgym_ray.sessions.AsyncSession`)."""
+        from deepgym_ray.sessions import AsyncSession
+
+        return AsyncSession(self.scorer.provider, self._environment(env))
+
+    def run_episode(self, env: Environment | str,
+                    agent: Callable[[Observation], Action | dict[str, Any]]) -> RunResult:
+        """Run ``agent``, a plain function from observation to action, through an episode of
+        the multi-turn ``env`` to its end; the episode's result (see
+        :func:`~deepgym_ray.sessions.run_episode`)."""
+        from deepgym_ray.sessions import run_episode
+
+        return run_episode(self.session(env), agent)
 
     def run_safe(self, env: Environment | str, code_or_output: Any) -> RunResult:
         """Like :meth:`run`, but a raise becomes a result without a verdict."""

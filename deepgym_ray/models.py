@@ -26,6 +26,7 @@ from pydantic import (
 
 from deepgym_ray import contract
 from deepgym_ray.contract import MODEL_FAULT_ERRORS
+from deepgym_ray.multi_turn import MultiTurnTask
 from deepgym_ray.repo_tasks import ImageRecipe, PatchTask, TerminalTask
 from deepgym_ray.textfiles import read_text
 
@@ -52,6 +53,8 @@ class Environment(BaseModel):
 
     ``timeout`` bounds the whole run in seconds; ``case_timeout`` bounds one call into the
     solution. ``support_files`` maps relative paths to file contents placed next to the verifier.
+    ``multi_turn`` makes it an agent's episode (see :mod:`deepgym_ray.multi_turn`): ``timeout``
+    then bounds the verifier's judging of the work directory.
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -69,6 +72,7 @@ class Environment(BaseModel):
     image_recipe: ImageRecipe | None = None
     patch_task: PatchTask | None = None
     terminal_task: TerminalTask | None = None
+    multi_turn: MultiTurnTask | None = None
     env_vars: dict[str, str] = Field(default_factory=dict)
     difficulty: str | None = None
     domain: str | None = None
@@ -120,6 +124,9 @@ class Environment(BaseModel):
 
     @model_validator(mode="after")
     def _check_verifier_and_timeouts(self) -> Environment:
+        if self.multi_turn is not None and (self.patch_task or self.terminal_task):
+            raise ValueError(f"environment {self.name!r}: a multi-turn environment is not a "
+                             "repository task too")
         if self.patch_task is not None or self.terminal_task is not None:
             if self.patch_task is not None and self.terminal_task is not None:
                 raise ValueError(f"environment {self.name!r}: give patch_task or "

@@ -12,12 +12,14 @@ Example:
 
 from deepgym_ray.envs.registry import (
     BUILTIN_DIR,
+    MULTI_TURN_DIR,
     builtin_names,
     is_environment_folder,
     list_environments,
     load_folder,
     load_folder_suite,
+    multi_turn_names,
 )
 
-__all__ = ["BUILTIN_DIR", "builtin_names", "is_environment_folder", "list_environments",
-           "load_folder", "load_folder_suite"]
+__all__ = ["BUILTIN_DIR", "MULTI_TURN_DIR", "builtin_names", "is_environment_folder",
+           "list_environments", "load_folder", "load_folder_suite", "multi_turn_names"]

@@ -2,9 +2,13 @@
 
 A folder holds ``task.md``, ``verifier.py``, ``reference_solution.py`` and ``metadata.json``
 (name, difficulty, domain, tags, timeout, case_timeout), optionally ``test_cases.json`` and
-support files (any other file next to the verifier). The verifier's code is read into the
-Environment so it travels to other nodes with it. Those five files must be UTF-8 (a leading
-byte order mark is dropped); one that is not raises ValueError naming it and the bad byte.
+support files (any other file next to the verifier). A folder whose metadata says
+``"type": "multi-turn"`` is an agent's episode (:mod:`deepgym_ray.multi_turn`): its other files
+are the agent's, and its reference is ``reference_actions.json``, a list of actions; the
+built-in ones live in ``multi_turn/`` (``multi_turn_names``), apart from the single-answer
+ones. The verifier's code is read into the Environment so it travels to other nodes with it.
+Those five files must be UTF-8 (a leading byte order mark is dropped); one that is not raises
+ValueError naming it and the bad byte.
 An environment is named after its folder: metadata.json's ``name`` is informative only, and
 one that differs is logged as a warning (routing and results use the folder's name).
 
@@ -23,13 +27,18 @@ from pathlib import Path
 from typing import Any
 
 from deepgym_ray.models import RESERVED_SANDBOX_NAMES, RESERVED_SANDBOX_PREFIX, Environment
+from deepgym_ray.multi_turn import MultiTurnTask
 from deepgym_ray.textfiles import read_text
 
 logger = logging.getLogger(__name__)
 
 BUILTIN_DIR = Path(__file__).resolve().parent
+MULTI_TURN_DIR = BUILTIN_DIR / "multi_turn"  # the built-in multi-turn ones: not in "builtin"
 _FOLDER_FILES = {"task.md", "verifier.py", "reference_solution.py", "metadata.json",
                  "test_cases.json"}
+# A multi-turn folder's own files beyond those (see deepgym_ray.multi_turn); the rest are the
+# agent's. Its reference is a list of actions.
+_MULTI_TURN_FILES = {"setup.sh", "step_verifier.py", "reference_actions.json"}
 _SKIP = {"__pycache__", ".DS_Store"}
 _MAX_SUPPORT_BYTES = 8 << 20
 
@@ -68,6 +77,30 @@ def _support_files(folder: Path) -> dict[str, str]:
     return files
 
 
+def _agent_files(folder: Path) -> dict[str, bytes]:
+    """A multi-turn folder's files for the agent's work directory (all but its own)."""
+    files: dict[str, bytes] = {}
+    for path in sorted(folder.rglob("*")):
+        rel = path.relative_to(folder)
+        if not path.is_file() or any(part in _SKIP for part in rel.parts):
+            continue
+        if len(rel.parts) == 1 and rel.name in _FOLDER_FILES | _MULTI_TURN_FILES:
+            continue
+        if path.stat().st_size > _MAX_SUPPORT_BYTES:
+            raise ValueError(f"agent file {path} is larger than {_MAX_SUPPORT_BYTES} bytes")
+        files[rel.as_posix()] = path.read_bytes()
+    return files
+
+
+def _multi_turn(folder: Path, meta: dict[str, Any]) -> MultiTurnTask:
+    setup, step = folder / "setup.sh", folder / "step_verifier.py"
+    settings = {key: meta[key] for key in ("max_steps", "timeout_per_step", "allowed_actions",
+                                           "tools") if meta.get(key) is not None}
+    return MultiTurnTask(files=_agent_files(folder),
+                         setup=read_text(setup) if setup.is_file() else None,
+                         step_verifier=read_text(step) if step.is_file() else None, **settings)
+
+
 def load_folder(folder: str | Path, name: str | None = None) -> Environment:
     """An Environment from a folder in the format above."""
     folder = Path(folder)
@@ -77,6 +110,9 @@ def load_folder(folder: str | Path, name: str | None = None) -> Environment:
     meta = _read_json(folder / "metadata.json") if (folder / "metadata.json").is_file() else {}
     if not isinstance(meta, dict):
         raise ValueError(f"{folder / 'metadata.json'} must hold a JSON object")
+    if meta.get("type", "single-turn") not in ("single-turn", "multi-turn"):
+        raise ValueError(f"{folder / 'metadata.json'}: type must be 'single-turn' or "
+                         f"'multi-turn', not {meta['type']!r}")
     task = folder / "task.md"
     reference = folder / "reference_solution.py"
     tests = folder / "test_cases.json"
@@ -87,21 +123,32 @@ def load_folder(folder: str | Path, name: str | None = None) -> Environment:
         logger.warning("%s: metadata.json names it %r; the environment is named %r after its "
                        "folder (routing and results use that name)",
                        folder, meta["name"], name)
+    multi_turn = meta.get("type") == "multi-turn"
+    if multi_turn:
+        reference = folder / "reference_actions.json"
     fields: dict[str, Any] = {
         "name": name,
         "task": read_text(task) if task.is_file() else "",
         "verifier_code": read_text(verifier),
         "reference_solution": read_text(reference) if reference.is_file() else None,
-        "support_files": _support_files(folder),
+        "support_files": {} if multi_turn else _support_files(folder),
         "test_cases": _read_json(tests) if tests.is_file() else None,
     }
     for key in ("timeout", "case_timeout", "difficulty", "domain", "tags", "image", "env_vars"):
         if meta.get(key) is not None:
             fields[key] = meta[key]
     try:
+        if multi_turn:
+            fields["multi_turn"] = _multi_turn(folder, meta)
         return Environment(**fields)
     except ValueError as exc:
         raise ValueError(f"environment folder {folder} is invalid: {exc}") from exc
+
+
+def multi_turn_names() -> list[str]:
+    """Names of the built-in multi-turn environments (agent episodes; see ``DeepGym.session``)."""
+    return sorted(p.name for p in MULTI_TURN_DIR.iterdir()
+                  if p.is_dir() and (p / "verifier.py").is_file())
 
 
 def list_environments() -> list[dict[str, Any]]:

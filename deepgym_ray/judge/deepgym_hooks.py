@@ -4,7 +4,8 @@ to the solution.
 - :func:`check_runtime_names`: a verifier that uses a name ``deepgym_solution`` does not have
   fails before the answer is in play (the verifier's error, naming the name);
 - :func:`install_in_play_hook`: an audit hook that dates the moment the verifier opens the
-  solution's file (the answer is then in play: failures after it are the answer's own);
+  solution's file, or reads a session's work directory (the answer is then in play: failures
+  after it are the answer's own);
 - :func:`install_import_guard`: the verifier's own import of the solution file
   (``spec_from_file_location`` on it, or ``import solution``) gets a module that forwards to a
   solution process, so the solution's code never runs in the runner's process.
@@ -21,8 +22,13 @@ __all__ = ["check_runtime_names", "install_import_guard", "install_in_play_hook"
 
 
 def install_in_play_hook(solution_path, spawn):
-    """Date the moment the verifier touches the solution's file (an ``open`` of it)."""
+    """Date the moment the verifier touches the solution's file (an ``open`` of it), or, for
+    a session's verifier, the agent's work directory (an ``open`` of anything in it, or a
+    listing of it)."""
     target = os.path.realpath(solution_path)
+    if os.path.isdir(target):
+        _install_directory_hook(target, spawn)
+        return
     name = os.path.basename(target)
 
     def hook(event, args):
@@ -36,6 +42,25 @@ def install_in_play_hook(solution_path, spawn):
                     spawn.mark_in_play()
             except (OSError, ValueError):
                 pass
+
+    sys.addaudithook(hook)
+
+
+_READS = frozenset({"open", "os.listdir", "os.scandir"})
+
+
+def _install_directory_hook(top, spawn):
+    inside = top.rstrip(os.sep) + os.sep
+
+    def hook(event, args):
+        if event in _READS and not spawn.STATE["in_play"] and args \
+                and isinstance(args[0], (str, bytes)):
+            try:
+                path = os.path.realpath(os.fsdecode(args[0]))
+            except (OSError, ValueError):
+                return
+            if path == top or path.startswith(inside):
+                spawn.mark_in_play()
 
     sys.addaudithook(hook)
 

@@ -15,6 +15,8 @@ Modes (``config["mode"]``):
   that are not plain data stay here, named by handles; changes a call made to its list, dict,
   set or bytearray arguments are sent back with the reply.
 - ``script``: exec the interpreter on ``config["script"]`` with ``config["args"]``.
+- ``exec``: exec ``config["argv"]`` (an agent's action in a session, see ``deepgym_step``);
+  ``python3`` as its first word stands for this interpreter.
 
 Example (what the runner does):
     python3 -I -S -c "$(worker_source(judge_dir))" "$(marshal.dumps(config).hex())"
@@ -76,7 +78,18 @@ def _confine(config):
             os._exit(121)
 
 
-
+def exec_command(config):
+    """Become the command ``config`` names, confined already (``script`` and ``exec`` modes,
+    see the module docstring); returns only for the ``module`` mode."""
+    mode = config.get("mode")
+    if mode == "script":
+        os.execv(sys.executable, [sys.executable, "-I", "-S", config["script"],
+                                  *config.get("args", [])])
+    if mode == "exec":
+        argv = [str(word) for word in config["argv"]]
+        if argv[0] == "python3":
+            argv[0] = sys.executable
+        os.execvp(argv[0], argv)
 
 
 def read_exact(fd, size, wait=None):
@@ -328,9 +341,7 @@ def _serve(config):
 def main():
     config = marshal.loads(bytes.fromhex(sys.argv[1]))
     _confine(config)
-    if config.get("mode") == "script":
-        os.execv(sys.executable, [sys.executable, "-I", "-S", config["script"],
-                                  *config.get("args", [])])
+    exec_command(config)
     _serve(config)
     sys.stdout.flush()
     os._exit(0)

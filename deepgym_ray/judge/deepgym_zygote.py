@@ -96,9 +96,7 @@ def _child(worker, request, fds):
         os.environ.clear()
         os.environ.update(request.get("env") or {})
         sys.argv = ["-c"]
-        if config.get("mode") == "script":
-            os.execv(sys.executable, [sys.executable, "-I", "-S", config["script"],
-                                      *config.get("args", [])])
+        worker.exec_command(config)  # a script or an agent's command: never returns
         worker._serve(config)
         sys.stdout.flush()
         os._exit(0)

@@ -102,6 +102,10 @@ def judge(provider: SandboxProvider, env: Environment, code: str,
     """
     if env.patch_task is not None or env.terminal_task is not None:
         return _judge_repository_task(provider, env, code, cancel)
+    if env.multi_turn is not None:
+        raise VerifierError(f"environment {env.name!r} is multi-turn: an agent's episode is "
+                            "judged through a session (DeepGym.session or run_episode), not "
+                            "one answer")
     started = time.monotonic()
     try:
         files = sandbox_files(env, code)

@@ -1,4 +1,5 @@
-"""Multi-turn agent episodes: the public shapes (:class:`Action`, :class:`Observation`,
+"""Multi-turn agent episodes: a :class:`Session` in one sandbox (and :class:`AsyncSession`,
+:func:`run_episode`), the public shapes (:class:`Action`, :class:`Observation`,
 :class:`Trajectory`) and the reward contract's rule for a failure once the agent has acted
 (:func:`failure_result`, with :func:`agent_exhausted` for the half-time rule).
 
@@ -10,6 +11,7 @@ Example:
 
 from deepgym_ray.exceptions import is_infrastructure_failure
 from deepgym_ray.sessions.rules import agent_exhausted, failure_result
+from deepgym_ray.sessions.session import AsyncSession, Session, SessionStateError, run_episode
 from deepgym_ray.sessions.shapes import (
     ACTION_TYPES,
     Action,
@@ -18,5 +20,6 @@ from deepgym_ray.sessions.shapes import (
     TrajectoryStep,
 )
 
-__all__ = ["ACTION_TYPES", "Action", "Observation", "Trajectory", "TrajectoryStep",
-           "agent_exhausted", "failure_result", "is_infrastructure_failure"]
+__all__ = ["ACTION_TYPES", "Action", "AsyncSession", "Observation", "Session",
+           "SessionStateError", "Trajectory", "TrajectoryStep", "agent_exhausted",
+           "failure_result", "is_infrastructure_failure", "run_episode"]

@@ -20,11 +20,11 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from deepgym_ray.models import RunResult
+from deepgym_ray.multi_turn import ACTION_TYPES
 
 __all__ = ["ACTION_TYPES", "Action", "Observation", "Trajectory", "TrajectoryStep"]
 
 ActionType = Literal["code", "bash", "write_file", "done"]
-ACTION_TYPES: tuple[str, ...] = ("code", "bash", "write_file", "done")
 MAX_PATH = 4096
 
 

@@ -22,10 +22,12 @@ from typing import Any
 
 from deepgym_ray.envs.registry import (
     BUILTIN_DIR,
+    MULTI_TURN_DIR,
     builtin_names,
     is_environment_folder,
     load_folder,
     load_folder_suite,
+    multi_turn_names,
 )
 from deepgym_ray.models import Environment
 
@@ -70,6 +72,9 @@ def resolve_environments(name: str | Path, **options: Any) -> list[Environment]:
     builtins, suites = builtin_names(), list_suites()
     if text in builtins:
         return [load_folder(BUILTIN_DIR / text)]
+    agents = multi_turn_names()
+    if text in agents:
+        return [load_folder(MULTI_TURN_DIR / text)]
     if text.lower() in suites:
         return load_suite(text.lower())
     suite, sep, _member = text.partition("/")
@@ -81,7 +86,7 @@ def resolve_environments(name: str | Path, **options: Any) -> list[Environment]:
             raise _unknown(text, members) from exc
     if folder.is_dir():
         return _folder(folder)
-    raise _unknown(text, builtins + suites)
+    raise _unknown(text, builtins + agents + suites)
 
 
 def _folder(folder: Path) -> list[Environment]:
