@@ -33,6 +33,7 @@ from deepgym_ray.sandboxes.base import SandboxProvider
 from deepgym_ray.scoring import ProviderSpec, Scorer, map_threads
 
 if TYPE_CHECKING:
+    from deepgym_ray.pool.pooled_session import PooledSession
     from deepgym_ray.sessions import Action, AsyncSession, Observation, Session
 
 __all__ = ["DeepGym", "default_client"]
@@ -139,12 +140,22 @@ class DeepGym:
         return self.scorer.run(env, completion_to_code(model_output,
                                                        languages=env.answer_languages))
 
-    def session(self, env: Environment | str) -> Session:
-        """An agent's episode of the multi-turn ``env`` in a sandbox of this client's provider
-        (see :class:`~deepgym_ray.sessions.Session`); call ``start()`` first."""
+    def session(self, env: Environment | str) -> Session | PooledSession:
+        """An agent's episode of the multi-turn ``env`` (call ``start()`` first): on the
+        Ray pool (the ``backend``), held by one actor from start to end
+        (:class:`~deepgym_ray.pool.pooled_session.PooledSession`), else in a sandbox of this
+        process's provider (:class:`~deepgym_ray.sessions.Session`); the same methods."""
+        env = self._environment(env)
+        if self.backend == "ray":
+            from deepgym_ray.pool import get_pool
+
+            pool = get_pool(self)
+            pool.use(self)
+            self._on_pool = True
+            return pool.session(env)
         from deepgym_ray.sessions import Session
 
-        return Session(self.scorer.provider, self._environment(env))
+        return Session(self.scorer.provider, env)
 
     def async_session(self, env: Environment | str) -> AsyncSession:
         """:meth:`session` for asyncio code (:class:`~deepgym_ray.sessions.AsyncSession`)."""

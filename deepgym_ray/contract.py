@@ -43,6 +43,7 @@ IMAGE_BUILD_ERROR = "image_build_error"
 # The run's caller gave up on it and its processes were stopped: it judged nothing.
 CANCELLED = "cancelled"
 SESSION_ABANDONED = "session_abandoned"  # an agent's episode given up before its verdict
+SESSION_IDLE = "session_idle_timeout"  # an agent's episode nobody called for too long: reaped
 SOLUTION_ERROR = "solution_error"
 SOLUTION_TIMEOUT = "solution_timeout"
 POLICY_SANDBOX_FAILURE = "policy_sandbox_failure"

@@ -36,6 +36,7 @@ from deepgym_ray.exceptions import error_type_for
 from deepgym_ray.models import Environment, RunResult
 from deepgym_ray.pool.image_builders import image_builder_for_this_node
 from deepgym_ray.pool.niceness import take_node_niceness
+from deepgym_ray.pool.session_host import SessionHost
 from deepgym_ray.pool.slots import Leases
 from deepgym_ray.sandboxes.base import CancelSignal
 from deepgym_ray.scoring import Scorer
@@ -48,6 +49,9 @@ ENV_CACHE_SIZE = 256
 RUN_LOG_SIZE = 10_000
 # Seconds a closing actor waits for its stopped runs to end (a cancelled run ends in seconds).
 CLOSE_RUNS_WAIT = 60.0
+# Calls on agent episodes (see session_host) running at once on one actor: a step holds a
+# thread while its command runs; more wait. Open sessions themselves hold no thread.
+SESSION_THREADS = 32
 
 
 # Seconds; runs span a few ms (a trivial verifier) to minutes (a suite's slowest).
@@ -104,7 +108,8 @@ class _Metrics:
             self.queue_wait.observe(waited)
 
 
-@ray.remote(concurrency_groups={"control": 2}, max_restarts=-1, max_task_retries=0)
+@ray.remote(concurrency_groups={"control": 2, "sessions": SESSION_THREADS}, max_restarts=-1,
+            max_task_retries=0)
 class VerifierActor:
     """Runs verifications for a pool; Ray restarts it when it dies, the pool retries its work.
 
@@ -144,6 +149,7 @@ class VerifierActor:
         self._run_log: collections.deque[tuple[float, float]] = collections.deque(
             maxlen=RUN_LOG_SIZE
         )
+        self._sessions = SessionHost(lambda: self._scorer.provider)
 
     @ray.method(concurrency_group="control")
     def manifest(self) -> dict[str, Any]:
@@ -170,6 +176,7 @@ class VerifierActor:
                 env_fetches=self._env_fetches,
                 cached_envs=len(self._envs),
                 leases=self._leases.active(),
+                **self._sessions.stats(),
             )
             if run_log:
                 out["run_log"] = list(self._run_log)
@@ -208,6 +215,14 @@ class VerifierActor:
             self._metrics.flush()
         return pickle.dumps(results, protocol=pickle.HIGHEST_PROTOCOL)
 
+    @ray.method(concurrency_group="sessions")
+    def session(self, op: str, sid: str, *args: Any) -> Any:
+        """One call on an agent episode held here (``open``, ``step``, ``score``,
+        ``abandon``; see :class:`~deepgym_ray.pool.session_host.SessionHost`)."""
+        if op not in ("open", "step", "score", "abandon"):
+            raise ValueError(f"unknown session call {op!r}")
+        return getattr(self._sessions, op)(sid, *args)
+
     @ray.method(concurrency_group="control")
     def cancel(self, lease_prefix: str) -> int:
         """Give up on every lease whose key starts with ``lease_prefix`` (a map call that was
@@ -227,6 +242,7 @@ class VerifierActor:
         it made before it returns (a kill alone runs no close: the sandboxes would outlive
         the actor). Returns None, or what the provider could not delete."""
         self._leases.cancel("")  # every lease key starts with ""
+        self._sessions.close()
         ended = self._leases.wait_idle(CLOSE_RUNS_WAIT)
         try:
             self._scorer.close()  # no run is left to build another provider after it

@@ -33,13 +33,16 @@ import threading
 import uuid
 import weakref
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from deepgym_ray.config import PoolConfig, check_max_parallel
 from deepgym_ray.exceptions import SandboxError
 from deepgym_ray.models import Environment, RunResult
 from deepgym_ray.pool.connect import ensure_ray, started_here
 from deepgym_ray.scoring import Scorer
+
+if TYPE_CHECKING:
+    from deepgym_ray.pool.pooled_session import PooledSession
 
 __all__ = ["VerifierPool", "default_shape", "ensure_ray", "get_pool", "release_pools"]
 
@@ -131,6 +134,7 @@ class VerifierPool:
         self._token = uuid.uuid4().hex  # given to the actors this pool creates
         self.owned = False  # its actors and Ray are this process's (see the module docstring)
         self._users: weakref.WeakSet[Any] = weakref.WeakSet()  # clients scoring on it
+        self._sessions_open: dict[int, int] = {}  # actor index -> episodes open from here
         self._connect()
 
     # -- actors -------------------------------------------------------------------------------
@@ -262,6 +266,34 @@ class VerifierPool:
             chunk_size=chunk_size,
             code=code,
         )
+
+    def session(self, env: Environment, idle_timeout: float | None = None) -> PooledSession:
+        """An agent episode of the multi-turn ``env`` held by one actor from its start to
+        its end (see :class:`~deepgym_ray.pool.pooled_session.PooledSession`): the ready
+        actor this process has given the fewest open sessions. ``idle_timeout``: seconds
+        without a call before the actor reaps it (no verdict)."""
+        from deepgym_ray.pool.pooled_session import PooledSession
+        from deepgym_ray.pool.session_host import SESSION_IDLE_TIMEOUT
+
+        return PooledSession(self, self.session_actor(), env,
+                             idle_timeout or SESSION_IDLE_TIMEOUT)
+
+    def session_actor(self, avoid: int | None = None) -> int:
+        """The actor for a new session (counted as open on it): the ready one this process
+        has given the fewest; ``avoid``, one that just failed to open one, is marked not ready."""
+        from deepgym_ray.pool.pooled_session import pick_actor
+
+        with self._lock:
+            if avoid is not None:
+                self._ready.discard(avoid)
+            index = pick_actor(self._sessions_open, self._ready, self.size)
+            self._sessions_open[index] = self._sessions_open.get(index, 0) + 1
+        return index
+
+    def session_ended(self, index: int) -> None:
+        """A session of actor ``index`` has ended (its count of open sessions drops)."""
+        with self._lock:
+            self._sessions_open[index] = max(0, self._sessions_open.get(index, 0) - 1)
 
     def stats(self, run_log: bool = False) -> list[dict[str, Any]]:
         """Every live actor's counters (see ``VerifierActor.stats``); dead ones are left out."""

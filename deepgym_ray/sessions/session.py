@@ -28,7 +28,12 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from deepgym_ray import contract
-from deepgym_ray.exceptions import DeepGymError, SandboxError, error_type_for
+from deepgym_ray.exceptions import (
+    DeepGymError,
+    RunCancelledError,
+    SandboxError,
+    error_type_for,
+)
 from deepgym_ray.models import Environment, RunResult
 from deepgym_ray.sandboxes.base import CancelSignal, Sandbox, SandboxProvider
 from deepgym_ray.sessions.rules import agent_exhausted, failure_result
@@ -42,7 +47,7 @@ from deepgym_ray.sessions.steps import (
 )
 from deepgym_ray.sessions.verdict import judge_work_dir, session_files
 
-__all__ = ["AsyncSession", "Session", "SessionStateError", "run_episode"]
+__all__ = ["AsyncSession", "Session", "SessionEndedError", "SessionStateError", "run_episode"]
 
 logger = logging.getLogger(__name__)
 
@@ -51,6 +56,18 @@ SETUP_TIMEOUT = 300.0
 
 class SessionStateError(DeepGymError, RuntimeError):
     """A session used out of order: a step before ``start()`` or after the episode ended."""
+
+
+class SessionEndedError(SessionStateError):
+    """A call on an episode that has ended (scored, abandoned, reaped); ``result`` is its one
+    result."""
+
+    def __init__(self, message: str, result: RunResult | None = None) -> None:
+        super().__init__(message)
+        self.result = result
+
+    def __reduce__(self):  # Ray pickles it from the actor to the driver: keep the result
+        return type(self), (str(self), self.result)
 
 
 class Session:
@@ -116,7 +133,8 @@ class Session:
             if self.sandbox is None and self.result is None:
                 raise SessionStateError("call start() before step()")
             if self.done or self.result is not None:
-                raise SessionStateError("the episode is over: call score() for its result")
+                raise SessionEndedError("the episode is over: call score() for its result",
+                                        self.result)
             number = self.steps + 1
             observation, reward = self._carry_out(action, number)
             if not self.done and number >= self.task.max_steps:
@@ -148,6 +166,8 @@ class Session:
         began = time.monotonic()
         try:
             reply = self._run(request, timeout)
+            if self._cancel.is_set():  # abandoned while it ran: what it returned is moot
+                raise RunCancelledError("the session was abandoned during the step")
             if not reply.get("ok", False):
                 raise _StepFailed(f"the step could not run: {reply.get('error')}")
         except BaseException as exc:
