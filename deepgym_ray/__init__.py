@@ -70,6 +70,7 @@ _EXPORTS: dict[str, str] = {
     "make_trl_reward_fn": "deepgym_ray.integrations.trl",
     "make_trl_async_reward_fn": "deepgym_ray.integrations.trl",
     "mask_unjudged": "deepgym_ray.integrations.trl_mask",
+    "make_trl_environment": "deepgym_ray.integrations.trl_env",
     "make_dapo_reward_fn": "deepgym_ray.integrations.dapo",
     "make_dapo_shaped_reward_fn": "deepgym_ray.integrations.dapo",
     "MixedConfig": "deepgym_ray.reward.mixed_config",
@@ -148,6 +149,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from deepgym_ray.integrations.rows import RowScorer
     from deepgym_ray.integrations.serve import ServeSettings, start_service
     from deepgym_ray.integrations.trl import make_trl_async_reward_fn, make_trl_reward_fn
+    from deepgym_ray.integrations.trl_env import make_trl_environment
     from deepgym_ray.integrations.trl_mask import mask_unjudged
     from deepgym_ray.integrations.verl import (
         VerlRewardSettings,

@@ -47,9 +47,13 @@ def build_tiny_model(
     hidden_size: int = 32,
     num_layers: int = 2,
     seed: int = 0,
+    chat_template: str = CHAT_TEMPLATE,
+    special_tokens: Iterable[str] = (),
 ) -> Path:
     """Train a tokenizer on ``texts`` (plus some Python), make a tiny model, save both at ``path``.
 
+    ``chat_template`` (default: a minimal ChatML) and extra ``special_tokens`` (a tool-calling
+    template's ``<tool_call>`` markers) let a test use a real model family's template.
     Returns ``path``, which ``from_pretrained`` (and ``GRPOTrainer(model=str(path))``) accepts.
     """
     import torch
@@ -64,7 +68,7 @@ def build_tiny_model(
     tokenizer.decoder = decoders.ByteLevel()
     trainer = trainers.BpeTrainer(
         vocab_size=vocab_size,
-        special_tokens=_SPECIAL_TOKENS,
+        special_tokens=[*_SPECIAL_TOKENS, *special_tokens],
         initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
         show_progress=False,
     )
@@ -73,7 +77,7 @@ def build_tiny_model(
         tokenizer_object=tokenizer,
         eos_token="<|im_end|>",
         pad_token="<|endoftext|>",
-        chat_template=CHAT_TEMPLATE,
+        chat_template=chat_template,
     )
     fast.save_pretrained(path)
 
