@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import json
 from typing import Any
 
 from ray import serve
@@ -103,6 +104,9 @@ class RewardService:
         self.served = _served_names(settings)
         self.known = _known_names()
         self.batch_sizes: collections.Counter[int] = collections.Counter()
+        from deepgym_ray.integrations.serve_sessions import SessionRoutes
+
+        self.session_routes = SessionRoutes(self.scorer.client, self.scorer.env)
         self._score_batch.set_max_batch_size(settings.max_batch_size)
         self._score_batch.set_batch_wait_timeout_s(settings.batch_wait_timeout_s)
 
@@ -162,6 +166,20 @@ class RewardService:
                 "error_type": [f["error_type"] or None for f in fields],
                 "env_name": [f["env_name"] for f in fields]}
 
+    async def _sessions(self, request: Any, path: str) -> Any:
+        """``/v1/sessions`` (see :mod:`~deepgym_ray.integrations.serve_sessions`)."""
+        from starlette.responses import JSONResponse
+
+        try:
+            raw = await request.body()
+            body = json.loads(raw) if raw.strip() else {}
+        except ValueError:
+            return JSONResponse({"error": "the body is not JSON"}, 400)
+        loop = asyncio.get_running_loop()
+        status, answer = await loop.run_in_executor(
+            None, self.session_routes.handle, request.method, path, body)
+        return JSONResponse(answer, status)
+
     def stats(self) -> dict[str, Any]:
         sizes = self.batch_sizes
         return {"maps": sum(sizes.values()), "items": sum(k * v for k, v in sizes.items()),
@@ -173,6 +191,8 @@ class RewardService:
         from starlette.responses import JSONResponse
 
         path = request.url.path.rstrip("/") or "/"
+        if path == "/v1/sessions" or path.startswith("/v1/sessions/"):
+            return await self._sessions(request, path)
         try:
             if request.method == "GET" and path == "/stats":
                 return JSONResponse(self.stats())

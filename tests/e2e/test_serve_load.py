@@ -307,3 +307,44 @@ def test_a_service_whose_application_is_gone_is_found_out(service):
     assert "not deployed" in (service_problem(service.settings) or "")
     with pytest.raises(ServiceStopped, match="stopped serving"):
         watch_service(service.settings, interval_s=0.01, strikes=2)
+
+
+async def _session_call(method, url, body=None):
+    async with aiohttp.ClientSession() as session, session.request(
+            method, url, data=None if body is None else json.dumps(body)) as response:
+        return response.status, await response.json()
+
+
+def test_an_agent_episode_over_http(service):
+    """``/v1/sessions`` on the running service: open, step, score, and the errors a client
+    gets for a bad action, an unknown session and one that has ended."""
+    env = load_environment("sales_report")
+    base = f"{service.url}/v1/sessions"
+    status, opened = asyncio.run(_session_call("POST", base, {"env_name": "sales_report"}))
+    assert status == 200 and "sales.csv" in opened["observation"]["content"], opened
+    sid = opened["session_id"]
+    status, refused = asyncio.run(_session_call("POST", f"{base}/{sid}/step",
+                                                {"action_type": "code", "content": "1"}))
+    assert status == 200 and refused["observation"]["metadata"]["error"] == "action_not_allowed"
+    status, bad = asyncio.run(_session_call("POST", f"{base}/{sid}/step",
+                                            {"action_type": "jump"}))
+    assert status == 400 and "action_type" in bad["error"]
+    for action in json.loads(env.reference_solution):
+        status, stepped = asyncio.run(_session_call("POST", f"{base}/{sid}/step", action))
+        assert status == 200, stepped
+    assert stepped["done"] is True
+    status, result = asyncio.run(_session_call("POST", f"{base}/{sid}/score"))
+    assert status == 200 and result["reward"] == 1.0 and result["has_verdict"], result
+    status, late = asyncio.run(_session_call("POST", f"{base}/{sid}/step",
+                                             {"action_type": "done"}))
+    assert status == 409 and late["result"]["reward"] == 1.0
+    status, gone = asyncio.run(_session_call("POST", f"{base}/0.no-such-session/step",
+                                             {"action_type": "done"}))
+    assert status == 410 and gone["result"]["has_verdict"] is False
+    assert asyncio.run(_session_call("DELETE", f"{base}/0.no-such-session"))[0] == 404
+    assert asyncio.run(_session_call("DELETE", f"{base}/x"))[0] == 404
+
+    status, opened = asyncio.run(_session_call("POST", base, {"env_name": "fix_the_calculator"}))
+    status, deleted = asyncio.run(_session_call("DELETE", f"{base}/{opened['session_id']}"))
+    assert status == 200 and deleted["error_type"] == "session_abandoned"
+    assert asyncio.run(_session_call("POST", base, {"env_name": "coin_change"}))[0] == 400
