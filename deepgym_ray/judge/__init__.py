@@ -55,6 +55,7 @@ JUDGE_FILES = ("deepgym_runner.py", "deepgym_solution.py", "deepgym_proxy.py", "
                "deepgym_reply.py", "deepgym_tree.py", "deepgym_patch.py", "deepgym_output.py",
                "deepgym_cgroup.py", "deepgym_step.py")
 RUNNER = "deepgym_runner.py"
+STEP = "deepgym_step.py"  # one step of an agent's session (deepgym_ray.sessions)
 
 
 @lru_cache(maxsize=1)

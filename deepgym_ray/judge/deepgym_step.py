@@ -8,8 +8,8 @@ stderr meanwhile).
 
 A request (every key but ``token`` and ``solution_dir`` optional):
 - ``files``: relative path -> base64 content, written into the agent's work directory (the
-  run's ``solution_dir``) before anything of the agent runs, owned by the agent's uid; only on
-  the session's first request, when the directory is fresh (symlinks are never followed);
+  run's ``solution_dir``) before anything else runs, by a process of the agent's own (so they
+  are the agent's, and it writes only where the agent could); on the session's first request;
 - ``argv``, ``stdin`` (base64), ``timeout``, ``output_limit``: one command run as the agent, in
   its work directory, with the provider's isolation (``launch``, as for the runner's solution
   processes: its uid, namespaces, limits, cgroups), for at most ``timeout`` wall-clock seconds;
@@ -38,40 +38,20 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 OUTPUT_LIMIT = 64 << 10
 
 
-def place_files(files, top, uid):
-    """Write ``files`` under ``top`` as the agent's own, never through a link."""
-    for name, data in files.items():
-        parts = name.split("/")
-        if not name or name.startswith("/") or ".." in parts or "" in parts:
-            raise ValueError(f"{name!r} is not a relative path inside the work directory")
-        here = os.open(top, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
-        try:
-            for part in parts[:-1]:
-                try:
-                    os.mkdir(part, 0o755, dir_fd=here)
-                    if uid is not None:
-                        os.chown(part, uid, uid, dir_fd=here, follow_symlinks=False)
-                except FileExistsError:
-                    pass
-                below = os.open(part, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW,
-                                dir_fd=here)
-                os.close(here)
-                here = below
-            fd = os.open(parts[-1], os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW,
-                         0o644, dir_fd=here)
-            with os.fdopen(fd, "wb") as f:
-                f.write(base64.b64decode(data))
-                if uid is not None:
-                    os.fchown(f.fileno(), uid, uid)
-        finally:
-            os.close(here)
+# Writes the agent's starting files, run as the agent: it can write only where the agent can.
+UNPACK = ("import base64,json,os,sys\n"
+          "for name,data in json.load(sys.stdin).items():\n"
+          " d=os.path.dirname(name)\n"
+          " d and os.makedirs(d,exist_ok=True)\n"
+          " with open(name,'wb') as f: f.write(base64.b64decode(data))\n")
 
 
 def run_command(request, spawn, proc_tools):
     """Run the request's command as the agent; the reply's fields."""
     limit = int(request.get("output_limit") or OUTPUT_LIMIT)
     timeout = float(request.get("timeout") or 30)
-    stdin = base64.b64decode(request.get("stdin") or "")
+    stdin = request["raw_stdin"] if "raw_stdin" in request \
+        else base64.b64decode(request.get("stdin") or "")
     cwd = spawn.solution_dir()
     env = {"HOME": cwd, "TMPDIR": cwd, "PYTHONDONTWRITEBYTECODE": "1"}
     env.update(request.get("env") or {})
@@ -133,7 +113,13 @@ def main():
     reply = {}
     try:
         if request.get("files"):
-            place_files(request["files"], request["solution_dir"], launch.get("uid"))
+            placed = run_command({"argv": ["python3", "-I", "-S", "-c", UNPACK],
+                                  "raw_stdin": json.dumps(request["files"]).encode(),
+                                  "timeout": request.get("timeout")},
+                                 deepgym_spawn, deepgym_proc)
+            if placed["exit_code"] != 0:
+                raise OSError(f"the agent's files could not be written: "
+                              f"{placed['stderr'][-1000:]}")
         if request.get("argv"):
             reply.update(run_command(request, deepgym_spawn, deepgym_proc))
         reply["ok"] = True

@@ -20,13 +20,13 @@ from collections.abc import Mapping
 from typing import Any
 
 from deepgym_ray.exceptions import SandboxError
+from deepgym_ray.judge import STEP
 from deepgym_ray.sandboxes.base import CancelSignal, Sandbox, SandboxProvider
 from deepgym_ray.sessions.shapes import Action
 
 __all__ = ["MAX_COMMAND", "STEP", "StepRefused", "action_request", "observation_text",
            "run_request"]
 
-STEP = "deepgym_step.py"
 # The step program's own start and cleanup, beyond the command's limit.
 STEP_GRACE = 10.0
 # A command travels as one argument (the kernel takes at most 128 KiB per argument).

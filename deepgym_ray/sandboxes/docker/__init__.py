@@ -46,7 +46,7 @@ from deepgym_ray.exceptions import (
     SandboxDiedError,
     SandboxError,
 )
-from deepgym_ray.judge import RUNNER, sandbox_judge_files
+from deepgym_ray.judge import RUNNER, STEP, sandbox_judge_files
 from deepgym_ray.models import Environment
 from deepgym_ray.repo_tasks import ImageRecipe
 from deepgym_ray.sandboxes.base import (
@@ -105,6 +105,8 @@ class _Run:
     container: WarmContainer
     timeout: float
     files: dict[str, bytes] = field(default_factory=dict)
+    requests: int = 0  # commands run in this sandbox so far
+    session: bool = False  # an agent's session: its work directory lasts to the end
 
 
 def _remove_then_close(box: WarmContainer) -> str | None:
@@ -303,8 +305,14 @@ class DockerProvider(RepositoryTasks, SandboxProvider):
         environ.update(env or {})
         command = list(command)
         runner = command == [self.python, "-I", "-S", "-B", RUNNER]
+        step = command == [self.python, "-I", "-S", "-B", STEP]  # a session's step
+        run.session = run.session or step
+        # A session's work directory lasts from its first request to its sandbox's end.
         header = {"op": "run", "files": list(run.files), "env": environ,
-                  "timeout": float(timeout), "argv": None if runner else command}
+                  "timeout": float(timeout), "argv": None if runner or step else command,
+                  "program": "step" if step else None,
+                  "fresh": run.requests == 0, "keep_solution": run.session}
+        run.requests += 1
         started = time.monotonic()
         try:
             reply, out, err, in_play = box.run(header, [stdin or b"", *run.files.values()],

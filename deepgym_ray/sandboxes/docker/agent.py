@@ -22,8 +22,11 @@ Its helpers travel with the judge files: ``cleanup.py`` (becoming a uid, killing
 ``deepgym_agent_zygote`` once ``setup`` has written them.
 
 Requests: ``setup`` (uids, judge files; answered ``ready``), ``run`` (files, the runner's stdin,
-environment, time limit, or an ``argv`` to exec instead of the runner; answered by an optional
-``in_play`` frame, then ``result``), and ``cancel`` during a run (its caller gave up: the run is
+environment, time limit, or an ``argv`` to exec instead of the runner, or ``program: step``
+for a session's step program, forked as the runner is; ``fresh``: the sandbox's
+first run, whose solution directory is new; ``keep_solution``: a session's step, whose solution
+directory is kept for its next one; answered by an optional ``in_play`` frame, then
+``result``), and ``cancel`` during a run (its caller gave up: the run is
 killed as at its deadline, cleaned up and checked as always, and its result says
 ``cancelled``; a ``cancel`` that comes after its run ended is ignored).
 """
@@ -154,7 +157,7 @@ class Agent:
         for name in ("ast", "importlib.util", "resource", "traceback", "types", "ctypes",
                      "deepgym_wire", "deepgym_proc", "deepgym_cgroup", "deepgym_clock",
                      "deepgym_worker", "deepgym_zyproc", "deepgym_spawn", "deepgym_proxy",
-                     "deepgym_solution", "deepgym_cases", "deepgym_runner"):
+                     "deepgym_solution", "deepgym_cases", "deepgym_runner", "deepgym_step"):
             __import__(name)
         sys.modules["deepgym_spawn"].worker_program(sys.executable)
         self.start_zygote()
@@ -192,13 +195,15 @@ class Agent:
         started = time.monotonic()
         names = request.get("files", [])
         work, sol = os.path.join(RUN, "work"), os.path.join(SOL, "work")
-        self.prepare(work, sol, dict(zip(names, blobs[1:], strict=True)))
+        keep = bool(request.get("keep_solution"))  # a session's: its next step goes on there
+        self.prepare(work, sol, dict(zip(names, blobs[1:], strict=True)),
+                     fresh=request.get("fresh", True))
         stdin = blobs[0]
         token = _token(stdin)
         pid, fds = self.fork_run(request, work, stdin)
         out = self.collect(pid, fds, stdin, float(request["timeout"]), token)
         exit_code, timed_out, cancelled, stdout, stderr, in_play = out
-        unclean = self.cleanup(work, sol)
+        unclean = self.cleanup(work, sol, keep)
         alive = self.zygote_alive()
         if not alive:  # a new one for the next run; this run is reported as not judged
             self.start_zygote()
@@ -207,8 +212,10 @@ class Agent:
                "unclean": unclean, "in_play": in_play,
                "zygote_alive": alive}, [stdout, stderr])
 
-    def prepare(self, work, sol, files):
+    def prepare(self, work, sol, files, fresh=True):
         v, s = self.verifier_uid, self.solution_uid
+        if fresh:  # a session before may have kept its work directory: never seen by this one
+            cleanup.remove(sol)
         os.mkdir(work, 0o700)
         os.chown(work, v, v)
         for name, content in files.items():
@@ -221,7 +228,11 @@ class Agent:
             for name in dirs + names:
                 os.chown(os.path.join(top, name), v, v)
         # The solution's directory: the solution owns it, the verifier's group may write in
-        # it (the runner copies a script there for run_solution).
+        # it (the runner copies a script there for run_solution). A session's later steps
+        # find it as its last step left it.
+        if not fresh and os.path.isdir(sol) and not os.path.islink(sol):
+            return
+        cleanup.remove(sol)
         os.mkdir(sol, 0o770)
         os.chown(sol, s, v)
         os.chmod(sol, 0o770)
@@ -243,8 +254,12 @@ class Agent:
                 argv = request.get("argv")
                 if argv:
                     os.execvp(argv[0], argv)
-                sys.argv = [os.path.join(JUDGE, "deepgym_runner.py")]
-                sys.modules["deepgym_runner"].main()
+                # The runner, or a session's step: forked, not exec'd, so it keeps CAP_KILL
+                # for the solution processes it starts (an exec would drop it).
+                module = "deepgym_step" if request.get("program") == "step" \
+                    else "deepgym_runner"
+                sys.argv = [os.path.join(JUDGE, module + ".py")]
+                sys.modules[module].main()
             except BaseException:  # noqa: B036 - the child never returns to the agent
                 pass
             os._exit(125)
@@ -325,12 +340,13 @@ class Agent:
         code = None if timed_out or cancelled else os.waitstatus_to_exitcode(status)
         return code, timed_out, cancelled, bytes(out), bytes(err), in_play
 
-    def cleanup(self, work, sol):
-        """Remove everything the run left; the list of what could not be (empty: clean)."""
+    def cleanup(self, work, sol, keep=False):
+        """Remove everything the run left (but ``sol`` when ``keep``: a session's work
+        directory); the list of what could not be (empty: clean)."""
         problems = []
         if not cleanup.kill_all(self.uids):
             problems.append("processes survived SIGKILL")
-        for path in (work, sol):
+        for path in (work,) if keep else (work, sol):
             if not cleanup.remove(path) or os.path.exists(path):
                 problems.append(f"cannot remove {path}")
         for directory in WIPE:
@@ -338,7 +354,7 @@ class Agent:
                 problems.append(f"cannot empty {directory}")
         if not cleanup.remove_ipc(self.uids):
             problems.append("SysV IPC objects left")
-        if self.writable_root and not cleanup.sweep_owned(self.uids):
+        if self.writable_root and not cleanup.sweep_owned(self.uids, (SOL,) if keep else ()):
             problems.append("files of the run's uids left")
         if cleanup.processes_of(self.uids):
             problems.append("processes of the run's uids left")

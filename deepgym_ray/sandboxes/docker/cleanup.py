@@ -178,11 +178,13 @@ def remove_ipc(uids):
     return not ipc_objects(uids)
 
 
-def sweep_owned(uids):
-    """On a writable root: remove every file the run's uids own, wherever they put it."""
+def sweep_owned(uids, keep=()):
+    """On a writable root: remove every file the run's uids own, wherever they put it (but in
+    the directories ``keep``: a session's work directory, kept for its next step)."""
     ok = True
+    skip = ("/proc", "/sys", "/dev", *keep)
     for top, dirs, files in os.walk("/", topdown=True):
-        dirs[:] = [d for d in dirs if os.path.join(top, d) not in ("/proc", "/sys", "/dev")]
+        dirs[:] = [d for d in dirs if os.path.join(top, d) not in skip]
         for name in dirs + files:
             path = os.path.join(top, name)
             try:

@@ -1,6 +1,7 @@
-"""Agent episodes on the local sandbox, end to end: the built-in multi-turn environments' reference
-actions score 1.0 and a lazy agent a judged 0; the agent's errors go back to it and the episode
-goes on; the contract's rules date a failing verifier; every episode has one result."""
+"""Agent episodes end to end, on the local sandbox and on Docker: the built-in multi-turn
+environments' reference actions score 1.0 and a lazy agent a judged 0; the agent's errors go back
+to it and the episode goes on; the contract's rules date a failing verifier; every episode has
+one result."""
 
 from __future__ import annotations
 
@@ -41,6 +42,13 @@ def answer_env(verifier: str = ANSWER_VERIFIER, **settings) -> Environment:
                        multi_turn=MultiTurnTask(files=files, **settings))
 
 
+@pytest.fixture(params=["local", "docker"])
+def client(request):
+    """A client of each provider sessions run on (Docker's skips, with its reason, where no
+    engine or image is here: a failure in CI)."""
+    return request.getfixturevalue(f"{request.param}_client")
+
+
 def bash(command: str) -> Action:
     return Action(action_type="bash", content=command)
 
@@ -50,10 +58,10 @@ DONE = Action(action_type="done")
 
 @pytest.mark.parametrize("name", multi_turn_names())
 def test_the_reference_actions_score_full_marks_and_doing_nothing_a_judged_zero(
-        local_client, name):
+        client, name):
     env = load_environment(name)
     actions = [Action(**a) for a in json.loads(env.reference_solution)]
-    with local_client.session(env) as session:
+    with client.session(env) as session:
         first = session.start()
         assert first.step == 0 and env.task.strip()[:40] in first.content
         for action in actions:
@@ -65,13 +73,13 @@ def test_the_reference_actions_score_full_marks_and_doing_nothing_a_judged_zero(
     assert [s.action for s in session.trajectory.steps] == actions
     assert session.trajectory.result == result
 
-    lazy = local_client.run_episode(env, lambda observation: {"action_type": "done"})
+    lazy = client.run_episode(env, lambda observation: {"action_type": "done"})
     assert lazy.has_verdict and lazy.score < 1.0 and not lazy.passed, lazy
 
 
-def test_the_agent_works_in_its_files_and_setup_ran_first(local_client):
+def test_the_agent_works_in_its_files_and_setup_ran_first(client):
     env = answer_env(setup="mkdir -p made_by_setup && echo ready > made_by_setup/flag\n")
-    with local_client.session(env) as session:
+    with client.session(env) as session:
         session.start()
         seen, _, _ = session.step(bash("ls; cat made_by_setup/flag"))
         assert "notes.txt" in seen.content and "ready" in seen.content
@@ -88,9 +96,9 @@ def test_the_agent_works_in_its_files_and_setup_ran_first(local_client):
 
 
 def test_an_action_the_environment_does_not_allow_is_an_error_and_the_episode_goes_on(
-        local_client):
+        client):
     env = answer_env(allowed_actions=("bash", "done"))
-    with local_client.session(env) as session:
+    with client.session(env) as session:
         session.start()
         refused, reward, done = session.step(Action(action_type="code", content="print(1)"))
         assert not done and reward is None
@@ -101,9 +109,9 @@ def test_an_action_the_environment_does_not_allow_is_an_error_and_the_episode_go
         assert session.score().passed
 
 
-def test_a_command_past_the_steps_limit_returns_its_output_so_far(local_client):
+def test_a_command_past_the_steps_limit_returns_its_output_so_far(client):
     env = answer_env(timeout_per_step=1.0)
-    with local_client.session(env) as session:
+    with client.session(env) as session:
         session.start()
         slow, _, done = session.step(bash("echo begun; sleep 60; echo never"))
         assert not done and slow.metadata["timed_out"] is True
@@ -113,9 +121,9 @@ def test_a_command_past_the_steps_limit_returns_its_output_so_far(local_client):
         assert fine.content.startswith("ok\n")
 
 
-def test_the_last_allowed_step_ends_the_episode(local_client):
+def test_the_last_allowed_step_ends_the_episode(client):
     env = answer_env(max_steps=2)
-    with local_client.session(env) as session:
+    with client.session(env) as session:
         session.start()
         assert session.step(bash("true"))[2] is False
         last, _, done = session.step(bash("echo 42 > answer.txt"))
@@ -141,9 +149,9 @@ def test_nothing_the_agent_starts_outlives_its_step(local_client):
         assert session.score().passed
 
 
-def test_output_is_bounded_and_a_forged_reply_is_only_output(local_client):
+def test_output_is_bounded_and_a_forged_reply_is_only_output(client):
     env = answer_env()
-    with local_client.session(env) as session:
+    with client.session(env) as session:
         session.start()
         flood, _, _ = session.step(bash("head -c 5000000 /dev/zero | tr '\\0' x"))
         assert len(flood.content) < 200_000 and "more bytes of output left out" in flood.content
@@ -152,11 +160,11 @@ def test_output_is_bounded_and_a_forged_reply_is_only_output(local_client):
         assert forged.metadata["exit_code"] == 3 and "deadbeef" in forged.content
 
 
-def test_the_agent_cannot_reach_the_verifier_or_the_host(local_client, tmp_path):
+def test_the_agent_cannot_reach_the_verifier_or_the_host(client, tmp_path):
     secret = "SECRET-MARK-" + os.urandom(6).hex()
     env = answer_env(ANSWER_VERIFIER + f"\n# {secret}\n")
     target = tmp_path / "planted"
-    with local_client.session(env) as session:
+    with client.session(env) as session:
         session.start()
         looked, _, _ = session.step(bash(
             "cat ../verifier.py ../../verifier.py 2>&1; "
@@ -178,9 +186,9 @@ FAILS_LATE = ("import os\n\ndef verify(work_dir, test_cases_path=None):\n"
 
 
 def test_a_verifier_failing_before_it_reads_the_work_has_no_verdict_after_it_is_a_zero(
-        local_client):
+        client):
     for verifier, verdict in ((FAILS_EARLY, False), (FAILS_LATE, True)):
-        with local_client.session(answer_env(verifier)) as session:
+        with client.session(answer_env(verifier)) as session:
             session.start()
             session.step(bash("echo 42 > answer.txt"))
             result = session.score()
@@ -189,16 +197,16 @@ def test_a_verifier_failing_before_it_reads_the_work_has_no_verdict_after_it_is_
         assert session.score() is result  # one result per episode
 
 
-def test_a_failed_setup_raises_and_leaves_no_verdict(local_client):
-    session = local_client.session(answer_env(setup="echo cannot >&2; exit 4\n"))
+def test_a_failed_setup_raises_and_leaves_no_verdict(client):
+    session = client.session(answer_env(setup="echo cannot >&2; exit 4\n"))
     with pytest.raises(SandboxError, match="setup.sh failed"):
         session.start()
     assert session.result is not None and not session.result.has_verdict
     assert session.sandbox is None  # torn down
 
 
-def test_abandoning_or_closing_an_unscored_episode_leaves_no_verdict(local_client):
-    session = local_client.session(answer_env())
+def test_abandoning_or_closing_an_unscored_episode_leaves_no_verdict(client):
+    session = client.session(answer_env())
     session.start()
     session.step(bash("echo 42 > answer.txt"))
     result = session.abandon("the trainer stopped")
@@ -206,7 +214,7 @@ def test_abandoning_or_closing_an_unscored_episode_leaves_no_verdict(local_clien
     assert "the trainer stopped" in result.details and session.sandbox is None
     assert session.score() is result
 
-    closed = local_client.session(answer_env())
+    closed = client.session(answer_env())
     closed.start()
     closed.close()
     assert closed.result.error_type == contract.SESSION_ABANDONED
@@ -232,12 +240,12 @@ def test_an_agent_that_raises_abandons_its_episode(local_client):
         local_client.run_episode(answer_env(), agent)
 
 
-def test_a_step_verifier_rewards_each_step(local_client):
+def test_a_step_verifier_rewards_each_step(client):
     step_verifier = ("import os\n\ndef verify(work_dir, test_cases_path=None):\n"
                      "    return 1.0 if os.path.exists(os.path.join(work_dir, 'answer.txt')) "
                      "else 0.0\n")
     env = answer_env(step_verifier=step_verifier)
-    with local_client.session(env) as session:
+    with client.session(env) as session:
         session.start()
         assert session.step(bash("true"))[1] == 0.0
         assert session.step(bash("echo 41 > answer.txt"))[1] == 1.0
@@ -246,9 +254,9 @@ def test_a_step_verifier_rewards_each_step(local_client):
     assert session.trajectory.rewards == [0.0, 1.0, None]
 
 
-def test_the_async_twin(local_client):
+def test_the_async_twin(client):
     async def episode():
-        async with local_client.async_session(answer_env()) as session:
+        async with client.async_session(answer_env()) as session:
             first = await session.start()
             await session.step({"action_type": "bash", "content": "echo 42 > answer.txt"})
             await session.step({"action_type": "done"})
