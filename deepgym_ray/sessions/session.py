@@ -163,7 +163,6 @@ class Session:
             return Observation(content=f"error: {exc}", step=number,
                                metadata={"error": "action_refused"}), None
         self._acted = True
-        began = time.monotonic()
         try:
             reply = self._run(request, timeout)
             if self._cancel.is_set():  # abandoned while it ran: what it returned is moot
@@ -171,11 +170,12 @@ class Session:
             if not reply.get("ok", False):
                 raise _StepFailed(f"the step could not run: {reply.get('error')}")
         except BaseException as exc:
-            self._agent_seconds += time.monotonic() - began
             result = self._fail(exc)
+            self._finish()  # the episode is over: its sandbox goes now
             return Observation(content=f"[the episode ended: {result.details}]", step=number,
                                done=True, metadata={"error": result.error_type}), None
-        self._agent_seconds += time.monotonic() - began
+        # The agent's own time: how long its commands ran, not what our side took around them.
+        self._agent_seconds += float(reply.get("duration") or 0.0)
         reward = self._step_reward() if self.task.step_verifier is not None else None
         meta = {"exit_code": reply.get("exit_code"), "timed_out": bool(reply.get("timed_out")),
                 "duration": reply.get("duration")}
@@ -211,7 +211,7 @@ class Session:
                     else:
                         self._fail(exc)
                 self.result.duration = time.monotonic() - self._started
-                self._finish()
+            self._finish()
             self.trajectory.result = self.result
             return self.result
 
