@@ -25,7 +25,8 @@ PACKAGE = Path(__file__).resolve().parent.parent / "deepgym_ray"
 LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("base", ("deepgym_ray", "deepgym_ray.contract", "deepgym_ray.models",
               "deepgym_ray.exceptions", "deepgym_ray.completions", "deepgym_ray.config",
-              "deepgym_ray.textfiles", "deepgym_ray.repo_tasks", "deepgym_ray.multi_turn")),
+              "deepgym_ray.textfiles", "deepgym_ray.repo_tasks", "deepgym_ray.multi_turn",
+              "deepgym_ray.masked_rate")),
     ("judge", ("deepgym_ray.judge",)),
     ("envs", ("deepgym_ray.envs",)),
     ("suites", ("deepgym_ray.suites",)),

@@ -37,6 +37,7 @@ from deepgym_ray.sessions import (
     TrajectoryStep,
     failure_result,
 )
+from deepgym_ray.sessions.rules import record_episode
 from deepgym_ray.sessions.session import SETUP_TIMEOUT, SessionEndedError
 from deepgym_ray.sessions.steps import STEP_GRACE
 
@@ -133,11 +134,9 @@ class PooledSession:
                 if not self._started:
                     raise SessionStateError("call start() before score()")
                 try:
-                    self.result = self._call("score", limit=4 * self.env.timeout + STEP_GRACE)
+                    self._settle(self._call("score", limit=4 * self.env.timeout + STEP_GRACE))
                 except Exception as exc:  # noqa: BLE001 - its actor, node or call is lost
                     self._lost(exc)
-                self.done = True
-                self.pool.session_ended(self.index)
             self.trajectory.result = self.result
             return self.result
 
@@ -183,8 +182,9 @@ class PooledSession:
                            metadata={"error": self.result.error_type})
 
     def _settle(self, result: RunResult | None) -> None:
-        self.result = result or RunResult(error_type=contract.SESSION_ABANDONED,
-                                          env_name=self.env.name, details="the episode ended")
+        self.result = record_episode(result or RunResult(
+            error_type=contract.SESSION_ABANDONED, env_name=self.env.name,
+            details="the episode ended"))
         self.done = True
         self.pool.session_ended(self.index)
 

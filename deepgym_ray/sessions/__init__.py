@@ -10,7 +10,7 @@ Example:
 """
 
 from deepgym_ray.exceptions import is_infrastructure_failure
-from deepgym_ray.sessions.rules import agent_exhausted, failure_result
+from deepgym_ray.sessions.rules import EPISODES, agent_exhausted, failure_result
 from deepgym_ray.sessions.session import AsyncSession, Session, SessionStateError, run_episode
 from deepgym_ray.sessions.shapes import (
     ACTION_TYPES,
@@ -20,6 +20,6 @@ from deepgym_ray.sessions.shapes import (
     TrajectoryStep,
 )
 
-__all__ = ["ACTION_TYPES", "Action", "AsyncSession", "Observation", "Session",
+__all__ = ["ACTION_TYPES", "EPISODES", "Action", "AsyncSession", "Observation", "Session",
            "SessionStateError", "Trajectory", "TrajectoryStep", "agent_exhausted",
            "failure_result", "is_infrastructure_failure", "run_episode"]

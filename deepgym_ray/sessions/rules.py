@@ -33,9 +33,20 @@ from deepgym_ray.exceptions import (
     error_type_for,
     is_infrastructure_failure,
 )
+from deepgym_ray.masked_rate import MaskedRate
 from deepgym_ray.models import RunResult
 
-__all__ = ["agent_exhausted", "failure_result"]
+__all__ = ["EPISODES", "agent_exhausted", "failure_result", "record_episode"]
+
+#: Every episode result this process settles (in-process sessions, and a pool's on the driver):
+#: more than 5 of the last 100 without a verdict is logged as a warning.
+EPISODES = MaskedRate(name="deepgym/sessions")
+
+
+def record_episode(result: RunResult) -> RunResult:
+    """Count an episode's one result in :data:`EPISODES`; returns it."""
+    EPISODES.update([result])
+    return result
 
 
 def agent_exhausted(agent_seconds: float, session_seconds: float) -> bool:

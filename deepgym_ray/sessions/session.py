@@ -36,7 +36,7 @@ from deepgym_ray.exceptions import (
 )
 from deepgym_ray.models import Environment, RunResult
 from deepgym_ray.sandboxes.base import CancelSignal, Sandbox, SandboxProvider
-from deepgym_ray.sessions.rules import agent_exhausted, failure_result
+from deepgym_ray.sessions.rules import agent_exhausted, failure_result, record_episode
 from deepgym_ray.sessions.shapes import Action, Observation, Trajectory, TrajectoryStep
 from deepgym_ray.sessions.steps import (
     StepRefused,
@@ -87,6 +87,7 @@ class Session:
         self._lock = threading.Lock()  # one step, score or teardown at a time
         self._started = self._agent_seconds = 0.0
         self._acted = False
+        self._counted = False
         self._abandoned = "abandoned by its caller"
 
     @property
@@ -281,7 +282,11 @@ class Session:
         self._finish()
 
     def _finish(self) -> None:
-        """Destroy the sandbox (once); a failed teardown is logged, the result stands."""
+        """Count the episode's result (once) and destroy the sandbox (once); a failed
+        teardown is logged, the result stands."""
+        if self.result is not None and not self._counted:
+            self._counted = True
+            record_episode(self.result)
         sandbox, self.sandbox = self.sandbox, None
         if sandbox is None:
             return

@@ -29,7 +29,7 @@ def pool_client(scripted_pool):
 
 def test_masked_rate_warns_at_6_of_100_not_at_5(caplog):
     rate = MaskedRate(window=100, threshold=5)
-    with caplog.at_level(logging.WARNING, logger="deepgym_ray.reward"):
+    with caplog.at_level(logging.WARNING, logger="deepgym_ray.masked_rate"):
         rate.update([1.0] * 90 + [None] * 5 + [1.0] * 5)
         assert rate.window_masked == 5 and rate.warnings == 0 and not caplog.records
         rate.update([None])  # a judged sample leaves the window: 6 of the last 100

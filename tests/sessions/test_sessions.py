@@ -264,3 +264,25 @@ def test_the_async_twin(client):
 
     first, result = asyncio.run(episode())
     assert "notes.txt" in first.content and result.passed
+
+
+def test_too_many_episodes_without_a_verdict_are_warned_of(local_client, monkeypatch, caplog):
+    import logging
+
+    from deepgym_ray.masked_rate import MaskedRate
+    from deepgym_ray.sessions import rules
+
+    watched = MaskedRate(window=100, threshold=5, name="deepgym/sessions")
+    monkeypatch.setattr(rules, "EPISODES", watched)
+    with caplog.at_level(logging.WARNING, logger="deepgym_ray.masked_rate"):
+        for _ in range(5):
+            session = local_client.session(answer_env())
+            session.start()
+            session.abandon("the trainer moved on")
+        assert (watched.masked, watched.warnings) == (5, 0)
+        with local_client.session(answer_env(FAILS_EARLY)) as session:
+            session.start()
+            session.step(bash("true"))
+            assert not session.score().has_verdict
+    assert (watched.total, watched.masked, watched.warnings) == (6, 6, 1)
+    assert "6 of the last 6 samples had no verdict" in caplog.text
