@@ -34,15 +34,16 @@ MB = 1 << 20
 
 def run_forked(server: RunnerForkServer, cwd: Path, environ: Mapping[str, str], *,
                timeout: float, stdin: bytes | None, wake: int | None,
-               output_limit: int) -> CommandResult | None:
-    """The judge runner, forked by the warm ``server`` in ``cwd``; None when the server is
-    unusable (the caller execs the runner then). SandboxError when the server dies mid-run."""
+               output_limit: int, program: str = "runner") -> CommandResult | None:
+    """The judge runner (or a session's step program), forked by the warm ``server`` in
+    ``cwd``; None when the server is unusable (the caller execs it then). SandboxError when
+    the server dies mid-run."""
     started = time.monotonic()
     in_r, in_w = os.pipe()
     out_r, out_w = os.pipe()
     err_r, err_w = os.pipe()
     try:
-        run = server.start_runner(str(cwd), environ, (in_r, out_w, err_w))
+        run = server.start_runner(str(cwd), environ, (in_r, out_w, err_w), program)
     finally:
         for fd in (in_r, out_w, err_w):
             os.close(fd)

@@ -34,7 +34,7 @@ HERE = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.absp
 RUNNER = os.path.join(HERE, "deepgym_runner.py")
 JUDGE_MODULES = ("deepgym_wire", "deepgym_proc", "deepgym_worker", "deepgym_spawn",
                  "deepgym_remote", "deepgym_proxy", "deepgym_solution", "deepgym_cases",
-                 "deepgym_runner")
+                 "deepgym_runner", "deepgym_step")
 
 
 def _preload():
@@ -73,10 +73,16 @@ def _run_runner(request, stdin, stdout, stderr):
         os.chdir(request["cwd"])
         os.environ.clear()
         os.environ.update(request["env"])
-        sys.argv = [RUNNER]
-        import deepgym_runner
+        if request.get("program") == "step":  # a session's step (deepgym_step), not a run
+            sys.argv = [os.path.join(HERE, "deepgym_step.py")]
+            import deepgym_step
 
-        deepgym_runner.main()  # ends with os._exit
+            deepgym_step.main()
+        else:
+            sys.argv = [RUNNER]
+            import deepgym_runner
+
+            deepgym_runner.main()  # ends with os._exit
         code = 0
     except SystemExit as exc:
         code = exc.code if isinstance(exc.code, int) else 1

@@ -205,12 +205,13 @@ class RunnerForkServer:
         self._control = ours
         return ours
 
-    def start_runner(self, cwd: str, env: Mapping[str, str],
-                     stdio: tuple[int, int, int]) -> ForkedRun | None:
-        """Fork a runner with ``stdio`` (stdin, stdout, stderr fds; the caller keeps and closes
-        them) in ``cwd`` with ``env``; None when the server cannot be used."""
+    def start_runner(self, cwd: str, env: Mapping[str, str], stdio: tuple[int, int, int],
+                     program: str = "runner") -> ForkedRun | None:
+        """Fork a runner (``program="step"``: a session's step program) with ``stdio``
+        (stdin, stdout, stderr fds; the caller keeps and closes them) in ``cwd`` with ``env``;
+        None when the server cannot be used."""
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
-        request = json.dumps({"cwd": cwd, "env": dict(env)}).encode()
+        request = json.dumps({"cwd": cwd, "env": dict(env), "program": program}).encode()
         with self._lock:
             control = self._ensure()
             sent = False

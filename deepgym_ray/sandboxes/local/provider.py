@@ -22,7 +22,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from deepgym_ray.exceptions import SandboxError
-from deepgym_ray.judge import RUNNER, sandbox_judge_files
+from deepgym_ray.judge import RUNNER, STEP, sandbox_judge_files
 from deepgym_ray.models import Environment
 from deepgym_ray.sandboxes.base import (
     CancelSignal,
@@ -281,8 +281,11 @@ class LocalProvider(SandboxProvider):
             command[0] = self.python
         options = {"timeout": timeout, "stdin": stdin, "wake": wake,
                    "output_limit": self.output_limit}
-        if self.fork_server is not None and command == [self.python, "-I", "-S", "-B", RUNNER]:
-            result = run_forked(self.fork_server, box.work_dir, environ, **options)
+        program = {RUNNER: "runner", STEP: "step"}.get(command[-1]) \
+            if command[:-1] == [self.python, "-I", "-S", "-B"] else None
+        if self.fork_server is not None and program is not None:
+            result = run_forked(self.fork_server, box.work_dir, environ, program=program,
+                                **options)
             if result is not None:
                 return result
         self._write_deferred(box)
