@@ -113,3 +113,15 @@ def test_every_link_and_named_file_exists(doc):
             assert anchor in {_anchor(h) for h in headings}, target
     for named in re.findall(r"`((?:examples|docs|scripts|tests|bench)/[\w./-]+)`", text):
         assert (ROOT / named).exists(), named
+
+
+def test_the_session_snippet_runs(capsys):
+    block = next(b for b in _blocks("python") if "dg.session(" in b)
+    calculator = json.loads(load_environment("fix_the_calculator").reference_solution)
+    actions = iter(json.loads(load_environment("sales_report").reference_solution))
+    namespace = {"fixed": calculator[1]["content"], "my_agent": lambda observation: next(actions)}
+    exec(compile(block, "README.md", "exec"), namespace)
+    namespace["dg"].close()
+    printed = capsys.readouterr().out
+    assert "calculator.py" in printed and "score=1.0" in printed, printed
+    assert next(actions, None) is None  # the agent ran its episode to its end

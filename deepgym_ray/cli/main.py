@@ -82,6 +82,7 @@ def cmd_envs(args: argparse.Namespace) -> int:
     from deepgym_ray.suites import list_suites, load_suite
 
     envs, suites = list_environments(), list_suites()
+    agents = list_environments(multi_turn=True)
     sizes: dict[str, Any] = {}
     spans: dict[str, str] = {}
     for suite in suites:
@@ -93,11 +94,16 @@ def cmd_envs(args: argparse.Namespace) -> int:
             sizes[suite] = len(members)
             spans[suite] = f"{members[0]} ... {members[-1]}" if members else "empty"
     if args.json:
-        print(json.dumps({"environments": envs, "suites": sizes}, indent=2))
+        print(json.dumps({"environments": envs, "multi_turn": agents, "suites": sizes},
+                         indent=2))
         return EXIT_OK
     print(f"Environments ({len(envs)}):")
     width = max((len(env["name"]) for env in envs), default=0)
     for env in envs:
+        about = ", ".join(str(v) for v in (env.get("difficulty"), env.get("domain")) if v)
+        print(f"  {env['name']:<{width}}  {about}".rstrip())
+    print(f"Multi-turn environments, for agent episodes ({len(agents)}):")
+    for env in agents:
         about = ", ".join(str(v) for v in (env.get("difficulty"), env.get("domain")) if v)
         print(f"  {env['name']:<{width}}  {about}".rstrip())
     print(f"Suites ({len(suites)}):")

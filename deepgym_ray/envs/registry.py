@@ -151,11 +151,13 @@ def multi_turn_names() -> list[str]:
                   if p.is_dir() and (p / "verifier.py").is_file())
 
 
-def list_environments() -> list[dict[str, Any]]:
-    """Name, difficulty, domain and tags of every built-in environment."""
+def list_environments(multi_turn: bool = False) -> list[dict[str, Any]]:
+    """Name, difficulty, domain and tags of every built-in environment (``multi_turn``: of
+    the built-in multi-turn ones, for agent episodes)."""
     out = []
-    for name in builtin_names():
-        meta_path = BUILTIN_DIR / name / "metadata.json"
+    root = MULTI_TURN_DIR if multi_turn else BUILTIN_DIR
+    for name in multi_turn_names() if multi_turn else builtin_names():
+        meta_path = root / name / "metadata.json"
         meta = _read_json(meta_path) if meta_path.is_file() else {}
         out.append({"name": name, "difficulty": meta.get("difficulty"),
                     "domain": meta.get("domain"), "tags": list(meta.get("tags") or [])})
