@@ -290,25 +290,6 @@ def test_malformed_openrlhf_requests_are_refused_with_400(service):
         assert response.status_code == 400, (named, response.status_code, response.text)
         assert named in response.json()["error"], (named, response.json())
 
-
-def test_a_service_whose_application_is_gone_is_found_out(service):
-    """(Last in the module: it removes the service's application.)"""
-    from ray import serve
-
-    from deepgym_ray.integrations.serve import (
-        APP_NAME,
-        ServiceStopped,
-        service_problem,
-        watch_service,
-    )
-
-    assert service_problem(service.settings) is None
-    serve.delete(APP_NAME)
-    assert "not deployed" in (service_problem(service.settings) or "")
-    with pytest.raises(ServiceStopped, match="stopped serving"):
-        watch_service(service.settings, interval_s=0.01, strikes=2)
-
-
 async def _session_call(method, url, body=None):
     async with aiohttp.ClientSession() as session, session.request(
             method, url, data=None if body is None else json.dumps(body)) as response:
@@ -317,7 +298,8 @@ async def _session_call(method, url, body=None):
 
 def test_an_agent_episode_over_http(service):
     """``/v1/sessions`` on the running service: open, step, score, and the errors a client
-    gets for a bad action, an unknown session and one that has ended."""
+    gets for a bad action, an unknown session and one that has ended. (Before the test that
+    deletes the service's application.)"""
     env = load_environment("sales_report")
     base = f"{service.url}/v1/sessions"
     status, opened = asyncio.run(_session_call("POST", base, {"env_name": "sales_report"}))
@@ -348,3 +330,23 @@ def test_an_agent_episode_over_http(service):
     status, deleted = asyncio.run(_session_call("DELETE", f"{base}/{opened['session_id']}"))
     assert status == 200 and deleted["error_type"] == "session_abandoned"
     assert asyncio.run(_session_call("POST", base, {"env_name": "coin_change"}))[0] == 400
+
+
+
+def test_a_service_whose_application_is_gone_is_found_out(service):
+    """(Last in the module: it removes the service's application.)"""
+    from ray import serve
+
+    from deepgym_ray.integrations.serve import (
+        APP_NAME,
+        ServiceStopped,
+        service_problem,
+        watch_service,
+    )
+
+    assert service_problem(service.settings) is None
+    serve.delete(APP_NAME)
+    assert "not deployed" in (service_problem(service.settings) or "")
+    with pytest.raises(ServiceStopped, match="stopped serving"):
+        watch_service(service.settings, interval_s=0.01, strikes=2)
+

@@ -118,3 +118,21 @@ def pool_battery(battery, ray_local):
     """The same battery, with the session's local Ray instance up for its pool."""
     return battery
 
+
+
+@pytest.fixture(scope="session")
+def session_pool_local(ray_local):
+    """A local-sandbox client on a Ray pool of its own (2 actors), for the session attacks'
+    batches (session_attacks.py)."""
+    import uuid
+
+    from deepgym_ray.client import DeepGym
+    from deepgym_ray.config import DeepGymConfig, PoolConfig
+    from deepgym_ray.pool import get_pool
+
+    config = PoolConfig(name=f"session-attacks-{uuid.uuid4().hex[:8]}", actors=2,
+                        actor_concurrency=2, num_cpus_per_actor=0, max_retries=0)
+    client = DeepGym(config=DeepGymConfig(mode="local", backend="ray", pool=config))
+    yield client
+    get_pool(client).shutdown()
+    client.close()
