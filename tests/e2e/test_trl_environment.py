@@ -10,6 +10,7 @@ import pickle
 from pathlib import Path
 
 import pytest
+from helpers.episodes import answer_env
 
 pytestmark = pytest.mark.e2e
 
@@ -19,18 +20,6 @@ pytest.importorskip("jmespath")
 
 TASK = "Write 42 to answer.txt."
 CALL = {"name": "run_bash", "arguments": {"command": "echo 42 > answer.txt"}}
-VERIFIER = '''
-import os
-
-def verify(work_dir, test_cases_path=None):
-    try:
-        with open(os.path.join(work_dir, "answer.txt")) as f:
-            ok = f.read().strip() == "42"
-    except OSError:
-        ok = False
-    return {"score": 1.0 if ok else 0.0, "passed": ok}
-'''
-
 
 def test_grpo_trainer_runs_agent_episodes_through_its_tool_loop(tmp_path):
     from transformers import AutoTokenizer
@@ -39,11 +28,7 @@ def test_grpo_trainer_runs_agent_episodes_through_its_tool_loop(tmp_path):
 
     from deepgym_ray.integrations.tiny import build_tiny_model, teach_tiny_model
     from deepgym_ray.integrations.trl_env import make_trl_environment
-    from deepgym_ray.models import Environment
-    from deepgym_ray.multi_turn import MultiTurnTask
-
-    env = Environment(name="answer", task=TASK, verifier_code=VERIFIER, timeout=30,
-                      case_timeout=5, multi_turn=MultiTurnTask(max_steps=4))
+    env = answer_env(task=TASK, max_steps=4, files={})
     Episode = make_trl_environment(env)
     assert pickle.loads(pickle.dumps(Episode)) is Episode  # for TRL's async trainer, and Ray
 
@@ -62,7 +47,7 @@ def test_grpo_trainer_runs_agent_episodes_through_its_tool_loop(tmp_path):
         [{"role": "user", "content": TASK + observation}], tools=tools,
         add_generation_prompt=True, tokenize=False)
     answer = f"<tool_call>\n{json.dumps(CALL)}\n</tool_call>"
-    teach_tiny_model(model, [(prompt, answer)], steps=120)
+    teach_tiny_model(model, [(prompt, answer)], steps=60)
 
     dataset = datasets.Dataset.from_list([{"prompt": [{"role": "user", "content": TASK}]}] * 4)
     args = GRPOConfig(output_dir=str(tmp_path / "run"), max_steps=1,

@@ -10,35 +10,20 @@ import time
 import uuid
 
 import pytest
+from helpers.episodes import ANSWER_VERIFIER, RIGHT, answer_env
 
 from deepgym_ray import contract
 from deepgym_ray.exceptions import SandboxDiedError, SandboxError, SandboxExpiredError
 from deepgym_ray.judge import STEP
 from deepgym_ray.models import Environment
-from deepgym_ray.multi_turn import MultiTurnTask
 from deepgym_ray.sandboxes.base import ForwardingProvider
 from deepgym_ray.sessions import Action, Session
 
-VERIFIER = '''
-import os
-
-def verify(work_dir, test_cases_path=None):
-    try:
-        with open(os.path.join(work_dir, "answer.txt")) as f:
-            ok = f.read().strip() == "42"
-    except OSError:
-        ok = False
-    return {"score": 1.0 if ok else 0.0, "passed": ok}
-'''
-RIGHT = Action(action_type="bash", content="echo 42 > answer.txt")
 STALL = 4.0  # seconds an agent's command, or the host, stalls
 
 
-def env(verifier: str = VERIFIER, timeout: float = 30) -> Environment:
-    return Environment(name="episode", verifier_code=verifier, timeout=timeout,
-                       case_timeout=min(5, timeout),
-                       multi_turn=MultiTurnTask(files={"notes.txt": b"42\n"},
-                                                timeout_per_step=30))
+def env(verifier: str = ANSWER_VERIFIER, timeout: float = 30) -> Environment:
+    return answer_env(verifier, name="episode", timeout=timeout, timeout_per_step=30)
 
 
 class Faulty(ForwardingProvider):

@@ -11,31 +11,17 @@ import time
 import uuid
 
 import pytest
+from helpers.episodes import answer_env
 
 from deepgym_ray import contract
 from deepgym_ray.client import DeepGym
 from deepgym_ray.config import DeepGymConfig, PoolConfig
-from deepgym_ray.models import Environment
-from deepgym_ray.multi_turn import MultiTurnTask
 from deepgym_ray.pool import get_pool
 from deepgym_ray.pool.pooled_session import PooledSession, pick_actor
 from deepgym_ray.sessions import Action
 from deepgym_ray.suites import load_environment
 
-ANSWER_VERIFIER = '''
-import os
-
-def verify(work_dir, test_cases_path=None):
-    try:
-        with open(os.path.join(work_dir, "answer.txt")) as f:
-            ok = f.read().strip() == "42"
-    except OSError:
-        ok = False
-    return {"score": 1.0 if ok else 0.0, "passed": ok}
-'''
-ENV = Environment(name="answer", verifier_code=ANSWER_VERIFIER, timeout=30, case_timeout=5,
-                  multi_turn=MultiTurnTask(files={"notes.txt": b"write 42\n"},
-                                           timeout_per_step=120))
+ENV = answer_env(timeout_per_step=120, files={"notes.txt": b"write 42\n"})
 
 
 def bash(command: str) -> Action:

@@ -54,8 +54,12 @@ def verify(work_dir, test_cases_path=None):
 NEIGHBOUR = Environment(name="session-neighbour", verifier_code=RIGHT_VERIFIER, timeout=30,
                         multi_turn=MultiTurnTask(timeout_per_step=20))
 RIGHT = [Action(action_type="bash", content="echo 42 > answer.txt")]
-# The pattern an attack searches for (the secret's prefix: the agent does not know the rest).
+# The pattern an attack searches for (the secret's prefix: the agent does not know the rest),
+# and grep's options for a search of everything the agent can see but the system's own files
+# (the interpreter, the libraries: no secret is there, and reading them all takes seconds).
 PATTERN = "SECRET-[0-9a-f]\\{16\\}"
+EVERYWHERE = ("/ " + " ".join(f"--exclude-dir={d}" for d in (
+    "proc", "sys", "usr", "lib", "lib32", "lib64", "bin", "sbin")))
 
 
 def bash(command: str) -> Action:

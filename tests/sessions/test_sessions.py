@@ -10,36 +10,14 @@ import json
 import os
 
 import pytest
+from helpers.episodes import ANSWER_VERIFIER, answer_env
 
 from deepgym_ray import contract
 from deepgym_ray.envs import multi_turn_names
 from deepgym_ray.exceptions import SandboxError, VerifierError
 from deepgym_ray.judge.deepgym_proc import uid_processes
-from deepgym_ray.models import Environment
-from deepgym_ray.multi_turn import MultiTurnTask
 from deepgym_ray.sessions import Action, SessionStateError
 from deepgym_ray.suites import load_environment
-
-# Passes when the agent left ``answer.txt`` holding "42".
-ANSWER_VERIFIER = '''
-import os
-
-def verify(work_dir, test_cases_path=None):
-    try:
-        with open(os.path.join(work_dir, "answer.txt")) as f:
-            ok = f.read().strip() == "42"
-    except OSError:
-        ok = False
-    return {"score": 1.0 if ok else 0.0, "passed": ok}
-'''
-
-
-def answer_env(verifier: str = ANSWER_VERIFIER, **settings) -> Environment:
-    files = settings.pop("files", {"notes.txt": b"write 42 to answer.txt\n"})
-    timeout = settings.pop("timeout", 30)
-    return Environment(name="answer", verifier_code=verifier, timeout=timeout,
-                       case_timeout=min(5, timeout),
-                       multi_turn=MultiTurnTask(files=files, **settings))
 
 
 @pytest.fixture(params=["local", "docker"])
