@@ -146,7 +146,7 @@ def test_the_agent_cannot_reach_the_verifier_or_the_host(client, tmp_path):
         session.start()
         looked, _, _ = session.step(bash(
             "cat ../verifier.py ../../verifier.py 2>&1; "
-            "grep -rs SECRET-MARK / --exclude-dir=proc --exclude-dir=sys --exclude-dir=usr "
+            "grep -rs SECRET-MARK / --exclude-dir={proc,sys,usr,lib,lib32,lib64,bin,sbin} "
             f"2>/dev/null; echo pwned > {target}; echo pwned > /etc/deepgym-pwned; "
             "curl -sS http://127.0.0.1:1 2>&1 | head -n 1; kill -9 -1; echo survived"))
         assert secret not in looked.content
