@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -57,21 +58,28 @@ def _read_json(path: Path) -> Any:
         raise ValueError(f"cannot read {path}: {exc}") from exc
 
 
-def _support_files(folder: Path) -> dict[str, str]:
-    files: dict[str, str] = {}
+def _other_files(folder: Path, own: set[str], what: str) -> Iterator[tuple[str, Path]]:
+    """``(relative path, path)`` of every file in ``folder`` but the folder's ``own`` files
+    (at its top) and what is skipped; ValueError for one larger than the limit."""
     for path in sorted(folder.rglob("*")):
         rel = path.relative_to(folder)
         if not path.is_file() or any(part in _SKIP for part in rel.parts):
             continue
-        if len(rel.parts) == 1 and rel.name in _FOLDER_FILES:
-            continue
-        top = rel.parts[0]
-        if top in RESERVED_SANDBOX_NAMES or top.startswith(RESERVED_SANDBOX_PREFIX):
+        if len(rel.parts) == 1 and rel.name in own:
             continue
         if path.stat().st_size > _MAX_SUPPORT_BYTES:
-            raise ValueError(f"support file {path} is larger than {_MAX_SUPPORT_BYTES} bytes")
+            raise ValueError(f"{what} {path} is larger than {_MAX_SUPPORT_BYTES} bytes")
+        yield rel.as_posix(), path
+
+
+def _support_files(folder: Path) -> dict[str, str]:
+    files: dict[str, str] = {}
+    for rel, path in _other_files(folder, _FOLDER_FILES, "support file"):
+        top = rel.split("/")[0]
+        if top in RESERVED_SANDBOX_NAMES or top.startswith(RESERVED_SANDBOX_PREFIX):
+            continue
         try:
-            files[rel.as_posix()] = path.read_text(encoding="utf-8")
+            files[rel] = path.read_text(encoding="utf-8")
         except UnicodeDecodeError as exc:
             raise ValueError(f"support file {path} is not UTF-8 text") from exc
     return files
@@ -79,17 +87,8 @@ def _support_files(folder: Path) -> dict[str, str]:
 
 def _agent_files(folder: Path) -> dict[str, bytes]:
     """A multi-turn folder's files for the agent's work directory (all but its own)."""
-    files: dict[str, bytes] = {}
-    for path in sorted(folder.rglob("*")):
-        rel = path.relative_to(folder)
-        if not path.is_file() or any(part in _SKIP for part in rel.parts):
-            continue
-        if len(rel.parts) == 1 and rel.name in _FOLDER_FILES | _MULTI_TURN_FILES:
-            continue
-        if path.stat().st_size > _MAX_SUPPORT_BYTES:
-            raise ValueError(f"agent file {path} is larger than {_MAX_SUPPORT_BYTES} bytes")
-        files[rel.as_posix()] = path.read_bytes()
-    return files
+    return {rel: path.read_bytes() for rel, path in
+            _other_files(folder, _FOLDER_FILES | _MULTI_TURN_FILES, "agent file")}
 
 
 def _multi_turn(folder: Path, meta: dict[str, Any]) -> MultiTurnTask:
