@@ -18,16 +18,10 @@ import json
 import secrets
 from typing import Any
 
-from deepgym_ray.exceptions import VerifierError
-from deepgym_ray.judge import RUNNER, sandbox_judge_files
+from deepgym_ray.judge import sandbox_judge_files
 from deepgym_ray.models import Environment, RunResult
 from deepgym_ray.sandboxes.base import CancelSignal, Sandbox, SandboxProvider
-from deepgym_ray.scoring.judging import (
-    GRACE_SECONDS,
-    RUN_WALL_FACTOR,
-    interpret,
-    verifier_shape,
-)
+from deepgym_ray.scoring.judging import RUN_WALL_FACTOR, _run_runner, interpret, verifier_shape
 
 __all__ = ["judge_work_dir", "session_files"]
 
@@ -66,13 +60,7 @@ def judge_work_dir(provider: SandboxProvider, sandbox: Sandbox, env: Environment
         "shape": verifier_shape(source or ""),
         **launch,
     }
-    extra = {"cancel": cancel} if cancel is not None and provider.cancellable else {}
-    outcome = provider.run(sandbox, [provider.python, "-I", "-S", "-B", RUNNER],
-                           timeout=RUN_WALL_FACTOR * env.timeout + GRACE_SECONDS,
-                           stdin=(json.dumps(config) + "\n").encode("utf-8"),
-                           env=env.env_vars or None, **extra)
-    if cancel is not None and cancel.is_set():
-        raise VerifierError("the session was given up while its verifier ran",
-                            sandbox_id=sandbox.id)
+    stdin = (json.dumps(config) + "\n").encode("utf-8")
+    outcome = _run_runner(provider, sandbox, env, stdin, cancel)  # RunCancelledError if given up
     result = interpret(outcome, token, sandbox_id=sandbox.id)
     return result.model_copy(update={"env_name": env.name, "sandbox_id": sandbox.id})
