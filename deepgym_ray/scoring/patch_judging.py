@@ -122,7 +122,8 @@ def _run(box, env: Environment, task: PatchTask, diff: str,
                 else "patch_apply_failed")
         return _judged(kind, f"git apply refused the patch: {_tail(text)}")
     if applied.exit_code != 0 or _STATUS not in said or _LINKS not in said:
-        raise SandboxError(f"listing the patch's changes failed: {_tail(said)}")
+        raise SandboxError(f"listing the patch's changes failed (exit "
+                           f"{applied.exit_code}): {_tail(said)}")
     test_files = task.test_files
     refused = _tampering(said.split(_STATUS, 1)[1], set(test_files))
     if refused:

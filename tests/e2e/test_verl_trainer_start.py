@@ -25,6 +25,9 @@ pytest.importorskip("transfer_queue")
 
 EXAMPLES = Path(__file__).parents[2] / "examples"
 GPU_REFUSAL = "Total available GPUs 0 is less than total desired GPUs"
+# Ray gives a new node's raylet 30 s to register, a figure fixed in its code (node.py): with
+# both cores kept busy (scripts/stress_tests.sh) verl's own ray.init once ran past it.
+RAY_START_TIMEOUT = "The current node timed out during startup"
 
 # Only what this machine needs: Ray counts two cores here and TransferQueue's actors ask for
 # one CPU each (its controller and verl's default of 8 storage units), so Ray is told of more
@@ -39,8 +42,6 @@ MACHINE_OVERRIDES = [
 
 @pytest.mark.timeout(1500)
 def test_documented_command_starts_the_v1_trainer_up_to_its_gpu_pool(tmp_path):
-    from helpers.cli import ray_temp_dir
-
     from deepgym_ray import MixedEnvironment, write_verl_parquet
     from deepgym_ray.integrations.tiny import build_tiny_model
 
@@ -55,17 +56,9 @@ def test_documented_command_starts_the_v1_trainer_up_to_its_gpu_pool(tmp_path):
                *MACHINE_OVERRIDES]
     env = {k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"}
     env.update(HF_HUB_OFFLINE="1", RAY_USAGE_STATS_ENABLED="0", WANDB_MODE="disabled")
-    with ray_temp_dir() as ray_dir:
-        env["RAY_TMPDIR"] = ray_dir  # its own Ray instance: no recorded cluster to join
-        proc = subprocess.Popen(command, cwd=tmp_path, env=env, text=True,
-                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                start_new_session=True)
-        try:
-            output, _ = proc.communicate(timeout=1200)
-        finally:
-            if proc.poll() is None:  # whatever it started goes with it
-                os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait()
+    output = _run_verl(command, tmp_path, env)
+    if RAY_START_TIMEOUT in output:  # not what this test is about: once more (see above)
+        output = _run_verl(command, tmp_path, env)
     tail = output[-6000:]
     assert "No module named 'transfer_queue'" not in output, tail
     assert "[validate_config] All configuration checks passed" in output, tail
@@ -74,4 +67,22 @@ def test_documented_command_starts_the_v1_trainer_up_to_its_gpu_pool(tmp_path):
     # TransferQueue started (tq.init comes before the trainer's set-up in TaskRunnerV1.run)
     # and the set-up stopped where verl asks Ray for its GPUs, nowhere earlier.
     assert "in create_resource_pool" in output and GPU_REFUSAL in output, tail
-    assert proc.returncode != 0
+
+
+def _run_verl(command: list[str], cwd: Path, env: dict[str, str]) -> str:
+    """Run verl's command on a Ray instance of its own; its output (stdout and stderr)."""
+    from helpers.cli import ray_temp_dir
+
+    with ray_temp_dir() as ray_dir:
+        # its own Ray instance: no recorded cluster to join
+        proc = subprocess.Popen(command, cwd=cwd, env={**env, "RAY_TMPDIR": ray_dir},
+                                text=True, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                start_new_session=True)
+        try:
+            output, _ = proc.communicate(timeout=600)
+        finally:
+            if proc.poll() is None:  # whatever it started goes with it
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
+    assert proc.returncode != 0, output[-6000:]  # it stops where verl asks for its GPUs
+    return output

@@ -8,8 +8,11 @@ CPU limits, a size-limited tmpfs ``/tmp``, no new privileges and only the capabi
 needs to apply patches; its file system is otherwise the image's, writable. Commands run by
 ``docker exec`` as the user given (the tests as an unprivileged one), each bounded: at its
 deadline the whole container is killed, since a process a command started may have left the
-command's process group. Output is kept up to a limit (its last bytes: a test log's summary is
-at its end).
+command's process group. A command's output (stdout and stderr together) goes to a file of its
+own in the container, copied out when it ends, up to a limit (its last bytes: a test log's
+summary is at its end): the engine's attach stream drops the output of a command that ends
+while the machine is loaded (seen here, with dockerd logging "stream copy error: ... file
+already closed"), and a lost test log would grade a right answer 0.
 
 Example:
     box = TaskContainer.start(api, "deepgym-task:ab12...", TaskLimits(), labels)
@@ -39,6 +42,12 @@ from deepgym_ray.sandboxes.docker.engine_errors import engine_error
 __all__ = ["ArchiveTooLarge", "TaskContainer", "TaskContainers", "TaskLimits"]
 
 DISK_POLL = 1.0  # seconds between looks at what a running command has written
+EXIT_POLL = 0.05  # seconds between asking whether a command whose stream ended has ended
+# Where commands' output files go: on the container's own layer (it survives a kill, and
+# counts against ``disk_mb``); anyone may create a file there, nobody but root list it.
+OUTPUT_DIR = "/.deepgym-output"
+# The command, its stdout and stderr to the file named first.
+_TO_FILE = 'out=$1; shift; exec "$@" >"$out" 2>&1'
 
 # Root applies patches to files it may not own, and makes the run's own directory.
 TASK_CAPS = ["CHOWN", "DAC_OVERRIDE", "FOWNER"]
@@ -90,6 +99,7 @@ class TaskContainer:
         box = cls(api, created["Id"], name, limits)
         try:
             api.start(box.id)
+            box.put_tar("/", _directory_tar(OUTPUT_DIR.lstrip("/"), 0o1733))
         except BaseException:
             box.remove()
             raise
@@ -150,10 +160,11 @@ class TaskContainer:
              environment: Mapping[str, str] | None = None,
              cancel: CancelSignal | None = None) -> CommandResult:
         """Run ``argv`` and return its exit code and output (stdout and stderr together, in
-        ``stdout``). At ``timeout`` the container is killed: ``timed_out`` is then True. The
-        engine failing the call is a SandboxError (never the answer's doing); ``cancel`` set
-        kills the container and raises RunCancelledError (default: the container's
-        ``cancel``, the signal of the run it serves)."""
+        ``stdout``; through a file, see the module docstring). At ``timeout`` the container is
+        killed: ``timed_out`` is then True. The engine failing the call is a SandboxError
+        (never the answer's doing); ``cancel`` set kills the container and raises
+        RunCancelledError (default: the container's ``cancel``, the signal of the run it
+        serves)."""
         watch = cancel if cancel is not None else self.cancel
         try:
             return self._exec(argv, user, timeout, workdir, environment, watch)
@@ -167,35 +178,65 @@ class TaskContainer:
               cancel: CancelSignal | None) -> CommandResult:
         started = time.monotonic()
         environ = {"PATH": PATH, "LANG": "C.UTF-8", "HOME": "/tmp", **(environment or {})}
-        exec_id = self.api.exec_create(self.id, list(argv), user=user, workdir=workdir,
-                                       environment=environ, stdout=True, stderr=True)["Id"]
+        out = f"{OUTPUT_DIR}/{secrets.token_hex(8)}"
+        exec_id = self.api.exec_create(self.id, ["sh", "-c", _TO_FILE, "sh", out, *argv],
+                                       user=user, workdir=workdir, environment=environ,
+                                       stdout=True, stderr=True)["Id"]
         stream = self.api.exec_start(exec_id, stream=True, demux=False)
-        output = _TailBuffer(self.limits.output_bytes)
-        reader = threading.Thread(target=output.drain, args=(stream,), daemon=True)
+        # Only what comes before the redirection (the shell unable to make the file) or
+        # around it comes this way.
+        said = _TailBuffer(self.limits.output_bytes)
+        reader = threading.Thread(target=said.drain, args=(stream,), daemon=True)
         reader.start()
         deadline = started + timeout
-        while reader.is_alive() and time.monotonic() < deadline:
-            reader.join(min(DISK_POLL, max(deadline - time.monotonic(), 0.0)))
+        code, ended, next_look = None, False, started + DISK_POLL
+        while not ended and time.monotonic() < deadline:
+            if reader.is_alive():
+                reader.join(min(DISK_POLL, max(deadline - time.monotonic(), 0.0)))
+            elif said.error is not None:
+                raise said.error
+            else:  # the stream ended, and with it the command, unless the engine cut it short
+                state = self.api.exec_inspect(exec_id)
+                ended, code = not state.get("Running"), state.get("ExitCode")
+                if not ended:
+                    time.sleep(EXIT_POLL)
             if cancel is not None and cancel.is_set():
                 self.kill()
                 raise RunCancelledError("the run's caller gave up on it; its container was "
                                         "killed and nothing was judged", sandbox_id=self.name)
-            if reader.is_alive() and self._written() > self.limits.disk_mb << 20:
-                self.disk_exceeded = True
-                self.kill()
-                reader.join(30)
-                return CommandResult(exit_code=None, stdout=output.value(),
-                                     duration=time.monotonic() - started)
-        if reader.is_alive():
+            if not ended and time.monotonic() >= next_look:
+                next_look = time.monotonic() + DISK_POLL
+                if self._written() > self.limits.disk_mb << 20:
+                    self.disk_exceeded = True
+                    break
+        if not ended:
             self.kill()
             reader.join(30)
-            return CommandResult(exit_code=None, stdout=output.value(), timed_out=True,
-                                 duration=time.monotonic() - started)
-        if output.error is not None:
-            raise output.error
-        code = self.api.exec_inspect(exec_id).get("ExitCode")
-        return CommandResult(exit_code=code, stdout=output.value(),
+        return CommandResult(exit_code=code if ended else None,
+                             stdout=said.value() + self._output(out),
+                             timed_out=not ended and not self.disk_exceeded,
                              duration=time.monotonic() - started)
+
+    def _output(self, path: str) -> bytes:
+        """The last ``output_bytes`` of the output file ``path`` (b"" when there is none, or
+        the command put something else in its place)."""
+        import docker.errors
+
+        tail = _TailBuffer(self.limits.output_bytes)
+        try:
+            chunks, _ = self.api.get_archive(self.id, path)
+            with tarfile.open(fileobj=io.BufferedReader(_Chunks(chunks)), mode="r|") as tar:
+                member = tar.next()
+                found = tar.extractfile(member) if member and member.isfile() else None
+                if found is not None:
+                    tail.drain(iter(lambda: found.read(1 << 20), b""))
+        except docker.errors.NotFound:
+            return b""
+        except Exception as exc:  # noqa: BLE001 - SDK and transport errors
+            raise engine_error(exc) from exc
+        if tail.error is not None:
+            raise engine_error(tail.error) from tail.error
+        return tail.value()
 
     def _written(self) -> int:
         """Bytes in the container's own layer (0 when the engine cannot say)."""
@@ -252,6 +293,36 @@ class _TailBuffer:
         self._trim()
         head = f"[{self.dropped} bytes of output left out]\n".encode() if self.dropped else b""
         return head + bytes(self.data)
+
+
+class _Chunks(io.RawIOBase):
+    """The engine's archive stream (an iterator of byte chunks) as a file to read."""
+
+    def __init__(self, chunks: Any) -> None:
+        self._chunks, self._left = iter(chunks), memoryview(b"")
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        while not self._left:
+            chunk = next(self._chunks, None)
+            if chunk is None:
+                return 0
+            self._left = memoryview(chunk)
+        size = min(len(buffer), len(self._left))
+        buffer[:size], self._left = self._left[:size], self._left[size:]
+        return size
+
+
+def _directory_tar(name: str, mode: int) -> bytes:
+    """A tar archive of one empty directory ``name``, owned by root, with ``mode``."""
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w") as archive:
+        info = tarfile.TarInfo(name)
+        info.type, info.mode = tarfile.DIRTYPE, mode
+        archive.addfile(info)
+    return buffer.getvalue()
 
 
 class TaskContainers:
