@@ -55,6 +55,17 @@ def test_the_preflight_hook_is_declared_and_local_stays_cheap():
     assert out == ["False", "False"]  # no provider built, no Ray, at construction
 
 
+@pytest.mark.parametrize("mode", ["local", "docker"])
+def test_an_option_the_provider_does_not_take_fails_at_construction(mode):
+    with pytest.raises(ValueError) as caught:
+        DeepGym(mode=mode, memory_mb=512, memroy_mb=512)
+    assert f"the '{mode}' sandbox provider has no option 'memroy_mb'" in str(caught.value)
+    assert "memory_mb" in str(caught.value).split("takes", 1)[1]  # what it does take
+    with pytest.raises(ValueError, match="DeepGymConfig\\(pool=...\\)"):
+        DeepGym(mode=mode, pool={"actors": 2})  # a client setting, not a provider option
+    assert DeepGym(mode="local", memory_mb=512).config.provider_options == {"memory_mb": 512}
+
+
 def test_a_given_provider_skips_the_mode_check(monkeypatch):
     from deepgym_ray.sandboxes.local import LocalProvider
 

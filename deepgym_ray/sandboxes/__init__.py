@@ -9,6 +9,7 @@ Example:
 from __future__ import annotations
 
 import importlib.util
+import inspect
 import logging
 import os
 from typing import Any
@@ -91,11 +92,14 @@ def is_io_bound(mode: str) -> bool:
 def check_mode(mode: str, **options: Any) -> str:
     """The concrete mode ``mode`` stands for, once its provider has passed its preflight.
 
-    Raises ``ValueError`` for an unknown mode and :class:`ProviderUnavailableError` (one line)
-    when the provider cannot run here (not built, no engine, no SDK, no or a refused key).
-    'local' always can and is not even imported here, so making a local client stays cheap.
+    Raises ``ValueError`` for an unknown mode or an option its provider does not take, and
+    :class:`ProviderUnavailableError` (one line) when the provider cannot run here (not built,
+    no engine, no SDK, no or a refused key). 'local' always can, and without options is not
+    even imported here, so making a local client stays cheap.
     """
     concrete = resolve_mode(mode)
+    if options:
+        _check_options(concrete, provider_class(concrete), options)
     if concrete == "local":
         return concrete
     try:
@@ -109,6 +113,25 @@ def check_mode(mode: str, **options: Any) -> str:
         raise ProviderUnavailableError(f"the {concrete!r} sandbox provider cannot run "
                                        f"here: {text}") from exc
     return concrete
+
+
+def _check_options(mode: str, cls: type, options: dict[str, Any]) -> None:
+    """A ValueError naming the options ``cls`` does not take (else each run of a batch would
+    fail on them, in a pool actor); a provider taking ``**options`` checks its own."""
+    params = inspect.signature(cls).parameters
+    if any(param.kind is param.VAR_KEYWORD for param in params.values()):
+        return
+    unknown = sorted(set(options) - set(params))
+    if not unknown:
+        return
+    from deepgym_ray.config import DeepGymConfig
+
+    settings = [name for name in unknown if name in DeepGymConfig.model_fields]
+    hint = (f"; {', '.join(settings)} {'is a setting' if len(settings) == 1 else 'are settings'}"
+            f" of the client: DeepGym(config=DeepGymConfig({settings[0]}=...))"
+            if settings else "")
+    raise ValueError(f"the {mode!r} sandbox provider has no option "
+                     f"{', '.join(map(repr, unknown))} (it takes {', '.join(params)}){hint}")
 
 
 def make_provider(mode: str = "auto", **options: Any) -> SandboxProvider:
