@@ -158,7 +158,7 @@ def _judge_once(provider: SandboxProvider, env: Environment, files: dict[str, by
         }
         config.update(provider.solution_launch(sandbox))
         stdin = (json.dumps(config) + "\n").encode("utf-8")
-        outcome = _run_runner(provider, sandbox, env, stdin, cancel)
+        outcome = run_runner(provider, sandbox, env, stdin, cancel)
         result = interpret(outcome, token, sandbox_id=sandbox.id)
     finally:
         provider.destroy(sandbox)  # its cleanup is proven (or raises) as after any run
@@ -185,7 +185,7 @@ def _judge_repository_task(provider: SandboxProvider, env: Environment, answer: 
     return judge_terminal(provider, env, answer, cancel)
 
 
-def _run_runner(provider: SandboxProvider, sandbox: Sandbox, env: Environment, stdin: bytes,
+def run_runner(provider: SandboxProvider, sandbox: Sandbox, env: Environment, stdin: bytes,
                 cancel: CancelSignal | None) -> CommandResult:
     """The judge runner's run in ``sandbox``; RunCancelledError once ``cancel`` is set."""
     command = [provider.python, "-I", "-S", "-B", RUNNER]

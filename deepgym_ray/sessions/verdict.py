@@ -21,7 +21,7 @@ from typing import Any
 from deepgym_ray.judge import sandbox_judge_files
 from deepgym_ray.models import Environment, RunResult
 from deepgym_ray.sandboxes.base import CancelSignal, Sandbox, SandboxProvider
-from deepgym_ray.scoring.judging import RUN_WALL_FACTOR, _run_runner, interpret, verifier_shape
+from deepgym_ray.scoring.judging import RUN_WALL_FACTOR, interpret, run_runner, verifier_shape
 
 __all__ = ["judge_work_dir", "session_files"]
 
@@ -61,6 +61,6 @@ def judge_work_dir(provider: SandboxProvider, sandbox: Sandbox, env: Environment
         **launch,
     }
     stdin = (json.dumps(config) + "\n").encode("utf-8")
-    outcome = _run_runner(provider, sandbox, env, stdin, cancel)  # RunCancelledError if given up
+    outcome = run_runner(provider, sandbox, env, stdin, cancel)  # RunCancelledError if given up
     result = interpret(outcome, token, sandbox_id=sandbox.id)
     return result.model_copy(update={"env_name": env.name, "sandbox_id": sandbox.id})

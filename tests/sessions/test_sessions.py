@@ -68,6 +68,9 @@ def test_the_agent_works_in_its_files_and_setup_ran_first(client):
         assert "wrote 13 bytes" in wrote.content
         ran, _, _ = session.step(Action(action_type="code", content="import sub.dir.x"))
         assert ran.content.startswith("42\n") and "[exit code 0]" in ran.content
+        # the system's commands as a shell has them (awk: a link through /etc/alternatives)
+        tools, _, _ = session.step(bash("echo 'a 42' | awk '{print $2}' | sed 's/4/4/'"))
+        assert tools.content.startswith("42\n"), tools.content
         session.step(bash("python3 sub/dir/x.py > answer.txt"))
         session.step(DONE)
         assert session.score().score == 1.0

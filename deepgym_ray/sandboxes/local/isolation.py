@@ -112,6 +112,11 @@ def bwrap_prefix(python: str, as_root: bool) -> tuple[str, ...] | None:
         prefix += _dirs_for(python) + ["--ro-bind", python, python]
     for hidden in _hidden_dirs(roots):
         prefix += ["--tmpfs", hidden]
+    # Debian's links for commands with several implementations (awk, editor, ...): links
+    # into /usr, nothing else of /etc
+    if os.path.isdir("/etc/alternatives"):
+        prefix += _dirs_for("/etc/alternatives") + ["--ro-bind", "/etc/alternatives",
+                                                    "/etc/alternatives"]
     prefix += ["--proc", "/proc", *_proc_masks(), "--dev", "/dev", "--tmpfs", "/tmp"]
     if _works(prefix, python):
         return tuple(prefix)
