@@ -146,6 +146,7 @@ class DeepGym:
         (:class:`~deepgym_ray.pool.pooled_session.PooledSession`), else in a sandbox of this
         process's provider (:class:`~deepgym_ray.sessions.Session`); the same methods."""
         env = self._environment(env)
+        self._check_sessions()
         if self.backend == "ray":
             from deepgym_ray.pool import get_pool
 
@@ -156,6 +157,16 @@ class DeepGym:
         from deepgym_ray.sessions import Session
 
         return Session(self.scorer.provider, env)
+
+    def _check_sessions(self) -> None:
+        """A ProviderUnavailableError now, where the mode's provider cannot hold an episode
+        (a provider given as an object is asked where it is built)."""
+        if not self.scorer.provider_given:
+            from deepgym_ray.sandboxes import provider_class, resolve_mode
+            from deepgym_ray.sessions.session import check_keeps_work
+
+            mode = resolve_mode(self.config.mode)
+            check_keeps_work(mode, provider_class(mode).keeps_work)
 
     def async_session(self, env: Environment | str) -> AsyncSession:
         """:meth:`session` for asyncio code (:class:`~deepgym_ray.sessions.AsyncSession`)."""

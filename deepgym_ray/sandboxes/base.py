@@ -76,6 +76,9 @@ class SandboxProvider(abc.ABC):
     #: ``cancel`` only to such providers, so one written without it keeps working: its runs
     #: go on to their end.
     cancellable: bool = False
+    #: True when what a run leaves in its sandbox's solution directory is there for the next
+    #: run in the same sandbox: an agent's episode (``sessions``) needs it.
+    keeps_work: bool = False
 
     def solution_launch(self, sandbox: Sandbox) -> dict[str, Any]:
         """How the runner starts solution processes in ``sandbox``: settings merged into the
@@ -155,6 +158,10 @@ class ForwardingProvider(SandboxProvider):
     @property
     def io_bound(self) -> bool:  # type: ignore[override]
         return self.inner.io_bound
+
+    @property
+    def keeps_work(self) -> bool:  # type: ignore[override]
+        return self.inner.keeps_work
 
     @property
     def cancellable(self) -> bool:  # type: ignore[override]

@@ -61,6 +61,12 @@ class Scorer:
         return f"Scorer(mode={self.mode!r})"
 
     @property
+    def provider_given(self) -> bool:
+        """Whether the provider was given (an object, a class or a factory) rather than
+        made from the mode."""
+        return self._provider_spec is not None
+
+    @property
     def label(self) -> str:
         """What scoring depends on: the mode, its options and the provider given, as JSON."""
         spec = self._provider_spec

@@ -30,6 +30,7 @@ from typing import Any
 from deepgym_ray import contract
 from deepgym_ray.exceptions import (
     DeepGymError,
+    ProviderUnavailableError,
     RunCancelledError,
     SandboxError,
     error_type_for,
@@ -53,6 +54,16 @@ __all__ = ["AsyncSession", "Session", "SessionEndedError", "SessionStateError", 
 logger = logging.getLogger(__name__)
 
 SETUP_TIMEOUT = 300.0
+
+
+def check_keeps_work(name: str, keeps_work: bool) -> None:
+    """ProviderUnavailableError unless the provider ``name`` keeps a sandbox's work from one
+    run to the next (``SandboxProvider.keeps_work``), as an episode's steps need."""
+    if not keeps_work:
+        raise ProviderUnavailableError(
+            f"the {name!r} sandbox provider does not run agent episodes: each of its runs "
+            "starts on a fresh work directory, so the agent's work would not last from one "
+            "step to the next; use mode 'local' or 'docker'")
 
 
 class SessionStateError(DeepGymError, RuntimeError):
@@ -79,6 +90,7 @@ class Session:
         if env.multi_turn is None:
             raise ValueError(f"environment {env.name!r} is not multi-turn (its metadata.json "
                              "needs \"type\": \"multi-turn\"); score its answers with run()")
+        check_keeps_work(provider.name, provider.keeps_work)
         self.provider, self.env, self.task = provider, env, env.multi_turn
         self.trajectory = Trajectory(env_name=env.name)
         self.result: RunResult | None = None

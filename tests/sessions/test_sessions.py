@@ -14,9 +14,9 @@ from helpers.episodes import ANSWER_VERIFIER, answer_env
 
 from deepgym_ray import contract
 from deepgym_ray.envs import multi_turn_names
-from deepgym_ray.exceptions import SandboxError, VerifierError
+from deepgym_ray.exceptions import ProviderUnavailableError, SandboxError, VerifierError
 from deepgym_ray.judge.deepgym_proc import uid_processes
-from deepgym_ray.sessions import Action, SessionStateError
+from deepgym_ray.sessions import Action, Session, SessionStateError
 from deepgym_ray.suites import load_environment
 
 
@@ -199,6 +199,23 @@ def test_abandoning_or_closing_an_unscored_episode_leaves_no_verdict(client):
     closed.start()
     closed.close()
     assert closed.result.error_type == contract.SESSION_ABANDONED
+
+
+def test_a_provider_whose_runs_start_afresh_cannot_hold_an_episode(local_client):
+    from deepgym_ray.client import DeepGym
+    from deepgym_ray.sandboxes.base import ForwardingProvider
+
+    daytona = DeepGym(mode="daytona", check=False, api_key="k", api_url="http://127.0.0.1:9/a")
+    with pytest.raises(ProviderUnavailableError, match="'daytona' sandbox provider does not "
+                                                       "run agent episodes"):
+        daytona.session(answer_env())  # at once: nothing made, nothing called
+
+    class Afresh(ForwardingProvider):
+        keeps_work = False
+
+    with pytest.raises(ProviderUnavailableError, match="does not run agent episodes"):
+        Session(Afresh(local_client.scorer.provider), answer_env())
+    assert Session(ForwardingProvider(local_client.scorer.provider), answer_env()).result is None
 
 
 def test_sessions_used_out_of_order_say_so(local_client):

@@ -137,6 +137,7 @@ class DockerProvider(RepositoryTasks, SandboxProvider):
     name = "docker"
     python = "python3"
     cancellable = True  # the agent kills a given-up run as at its deadline
+    keeps_work = True  # the agent keeps a sandbox's solution directory (``keep_solution``)
 
     def __init__(self, *, image: str | None = None, memory_mb: int = 2048,
                  pids_limit: int = 256, cpus: float = 1.0, solution_memory_mb: int = 1024,

@@ -84,6 +84,7 @@ class LocalProvider(SandboxProvider):
 
     name = "local"
     cancellable = True  # a given-up run is killed like one at its deadline (see ``run``)
+    keeps_work = True  # a sandbox's directory lasts until it is destroyed
 
     def __init__(self, *, memory_mb: int = 1024, max_processes: int = 32,
                  max_file_mb: int = 64, max_open_files: int = 256,
