@@ -201,14 +201,10 @@ def test_abandoning_or_closing_an_unscored_episode_leaves_no_verdict(client):
     assert closed.result.error_type == contract.SESSION_ABANDONED
 
 
-def test_a_provider_whose_runs_start_afresh_cannot_hold_an_episode(local_client):
+def test_a_provider_whose_runs_start_afresh_cannot_hold_an_episode(local_client, monkeypatch):
     from deepgym_ray.client import DeepGym
     from deepgym_ray.sandboxes.base import ForwardingProvider
-
-    daytona = DeepGym(mode="daytona", check=False, api_key="k", api_url="http://127.0.0.1:9/a")
-    with pytest.raises(ProviderUnavailableError, match="'daytona' sandbox provider does not "
-                                                       "run agent episodes"):
-        daytona.session(answer_env())  # at once: nothing made, nothing called
+    from deepgym_ray.sandboxes.local import LocalProvider
 
     class Afresh(ForwardingProvider):
         keeps_work = False
@@ -216,6 +212,10 @@ def test_a_provider_whose_runs_start_afresh_cannot_hold_an_episode(local_client)
     with pytest.raises(ProviderUnavailableError, match="does not run agent episodes"):
         Session(Afresh(local_client.scorer.provider), answer_env())
     assert Session(ForwardingProvider(local_client.scorer.provider), answer_env()).result is None
+    monkeypatch.setattr(LocalProvider, "keeps_work", False)
+    with pytest.raises(ProviderUnavailableError, match="'local' sandbox provider does not "
+                                                       "run agent episodes"):
+        DeepGym(mode="local").session(answer_env())  # at once: nothing made, nothing called
 
 
 def test_sessions_used_out_of_order_say_so(local_client):

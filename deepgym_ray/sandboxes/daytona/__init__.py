@@ -69,7 +69,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from deepgym_ray.exceptions import RunCancelledError, SandboxError, SandboxEvictedError
-from deepgym_ray.judge import JUDGE_FILES, RUNNER
+from deepgym_ray.judge import JUDGE_FILES, RUNNER, STEP
 from deepgym_ray.models import Environment
 from deepgym_ray.sandboxes.base import (
     CancelSignal,
@@ -114,6 +114,7 @@ class DaytonaProvider(SandboxProvider):
     #: A given-up run stops waiting on Daytona at once; its sandbox is deleted, as after a
     #: call that timed out (that ends the command inside it).
     cancellable = True
+    keeps_work = True  # a session's runs keep its work area (see in_sandbox)
 
     def __init__(self, **options: Any) -> None:
         self.options = DaytonaOptions(**options).resolved()
@@ -278,15 +279,17 @@ class DaytonaProvider(SandboxProvider):
         remote, o = run.remote, self.options
         sdk = load_sdk()
         argv = list(command)
-        if argv[-1:] == [RUNNER]:
-            argv[-1] = f"{remote.judge_dir}/{RUNNER}"
+        if argv[-1:] in ([RUNNER], [STEP]):
+            # A session's step: from it on, the sandbox keeps the agent's work between runs.
+            run.session = run.session or argv[-1] == STEP
+            argv[-1] = f"{remote.judge_dir}/{argv[-1]}"
         # The run's files and the environment's variables (its secrets) travel in one
         # root-only spec file, never on a command line.
         spec = cmd.run_spec(
             files={n: data for n, data in run.files.items() if n not in JUDGE_FILES},
             argv=argv, stdin=stdin, env=env or {}, timeout=timeout, uid=run.uid,
             disk_mb=o.disk_mb, max_files=o.max_files, memory_mb=self.run_memory_mb(remote),
-            pids=o.max_processes, path=remote.root.runner_path)
+            pids=o.max_processes, path=remote.root.runner_path, keep_work=run.session)
         uploads = [sdk.FileUpload(source=spec, destination=f"{run.dir}/{cmd.SPEC_FILE}")]
         digest = cmd.judge_digest()
         if digest != remote.judge_digest:  # the judge goes once per sandbox
@@ -309,7 +312,9 @@ class DaytonaProvider(SandboxProvider):
         duration = time.monotonic() - started
         stderr = (response.stderr or "").encode("utf-8", "surrogateescape")
         report = cmd.read_report(stderr)
-        run.reusable = bool(report and report.get("clean")) and remote.as_root
+        # A session's sandbox holds the agent's work to the end: deleted then, never reused.
+        run.reusable = bool(report and report.get("clean")) and remote.as_root \
+            and not run.session
         if report is None or report.get("error"):
             run.reusable = False
             why = report["error"] if report else (

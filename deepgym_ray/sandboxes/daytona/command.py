@@ -79,16 +79,18 @@ def solution_dir(run_dir: str) -> str:
 
 def run_spec(*, files: Mapping[str, bytes], argv: Sequence[str], stdin: bytes | None,
              env: Mapping[str, str], timeout: float, uid: int | None, disk_mb: int,
-             max_files: int, memory_mb: int, pids: int, path: str | None = None) -> bytes:
+             max_files: int, memory_mb: int, pids: int, path: str | None = None,
+             keep_work: bool = False) -> bytes:
     """The run's spec file (read and removed by the in-sandbox program before the run, which
     writes ``files``, relative paths to bytes, into the run's directory first); ``path`` is
-    the runner's PATH where the program's own is not the sandbox user's (under sudo)."""
+    the runner's PATH where the program's own is not the sandbox user's (under sudo);
+    ``keep_work``: an agent's session, whose work area lasts from run to run."""
     return json.dumps({
         "files": {name: bytes(data).decode("latin-1") for name, data in files.items()},
         "argv": list(argv), "stdin": (stdin or b"").decode("utf-8", "surrogateescape"),
         "env": dict(env), "timeout": float(timeout), "uid": uid, "disk_mb": int(disk_mb),
         "max_files": int(max_files), "memory_mb": int(memory_mb), "pids": int(pids),
-        "path": path, "seccomp": syscall_filter(),
+        "path": path, "seccomp": syscall_filter(), "keep_work": bool(keep_work),
     }).encode("utf-8", "surrogateescape")
 
 

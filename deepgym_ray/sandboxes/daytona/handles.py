@@ -51,3 +51,4 @@ class Run:
     uid: int | None
     files: dict[str, bytes] = field(default_factory=dict)
     reusable: bool = True  # False after a failure or an unproven cleanup: delete, not reuse
+    session: bool = False  # an agent's session: its work lasts from run to run (in_sandbox)

@@ -34,6 +34,11 @@ user is not root uploaded them as that user, see :func:`take_ownership`), then:
    temporary places, and checks both;
 4. reports on its last stderr line (``REPORT`` + JSON: ``clean``, ``timed_out``, ``held``,
    ``missing``) and exits with the runner's code.
+
+An agent's session (``keep_work`` in the spec) runs many times in one run directory: its work
+area is mounted in the sandbox's own mount namespace by the session's first run and kept by
+every run after it (its processes are killed at each run's end all the same), so the agent's
+work lasts from one step to the next; the provider deletes the sandbox when the session ends.
 """
 
 import ctypes
@@ -96,17 +101,31 @@ def enter_namespaces():
         pass  # no loopback at all: still no way out
 
 
-def make_work_area(holder, disk_mb, max_files):
-    """The run's tmpfs on ``holder``: ``work`` (the solution's) and ``tmp`` (bound over the
-    shared temporary places, so they are the run's own and count against the same bound)."""
+def mount_work_area(holder, disk_mb, max_files):
+    """The tmpfs on ``holder`` that holds everything a run can write."""
     for place in SHARED_TEMP:  # a private /tmp would hide the run's own files
         if any(os.path.realpath(p).startswith(place + "/") for p in (holder, HERE)):
             raise OSError(f"the sandbox's home is under {place}")
     _mount("deepgym", holder, "tmpfs", MS_NOSUID | MS_NODEV,
            f"size={int(disk_mb)}m,nr_inodes={int(max_files)},mode=0711")
     os.chmod(holder, 0o711)
+
+
+def is_mounted(path):
+    """Whether something is mounted on ``path`` in this mount namespace."""
+    path = os.path.realpath(path)
+    with open("/proc/self/mountinfo", encoding="utf-8") as f:
+        return any(line.split()[4] == path for line in f)
+
+
+def make_work_area(holder, disk_mb, max_files, mounted=False):
+    """The run's tmpfs on ``holder`` (``mounted``: a session's, there already): ``work`` (the
+    solution's) and ``tmp`` (bound over the shared temporary places, so they are the run's
+    own and count against the same bound)."""
+    if not mounted:
+        mount_work_area(holder, disk_mb, max_files)
     tmp = os.path.join(holder, "tmp")
-    os.mkdir(tmp)
+    os.makedirs(tmp, exist_ok=True)
     os.chmod(tmp, 0o1777)
     for place in SHARED_TEMP:
         if os.path.isdir(place) and not os.path.islink(place):
@@ -205,8 +224,18 @@ def confine(spec, run_dir, holder, work):
             return result
         return None
 
+    keep = bool(spec.get("keep_work"))
+    if keep and os.geteuid() == 0 and uid is not None and not is_mounted(holder) \
+            and (known is None or known.get("work_area")):
+        # A session's: in the sandbox's own namespace, before the run's, so that it stays.
+        try:
+            mount_work_area(holder, spec["disk_mb"], spec["max_files"])
+        except OSError as exc:
+            if known is not None:
+                raise OSError(f"work_area failed where it held before: {exc}") from exc
     attempt("namespaces", enter_namespaces)
-    attempt("work_area", lambda: make_work_area(holder, spec["disk_mb"], spec["max_files"]))
+    attempt("work_area", lambda: make_work_area(holder, spec["disk_mb"], spec["max_files"],
+                                                mounted=keep and is_mounted(holder)))
     os.makedirs(work, mode=0o700, exist_ok=True)
     if uid is not None:
         os.chown(work, uid, uid)
@@ -276,7 +305,8 @@ def _temp_leftovers(uid, remove):
 
 
 def clean_up(spec, run_dir, holder, held, group):
-    """Kill what the run started and remove what it left; True when both are proven."""
+    """Kill what the run started and remove what it left (a session's work area stays);
+    True when both are proven."""
     uid = spec["uid"]
     if uid is None:
         clean = False  # nothing to tell the run's processes from the sandbox's own
@@ -288,11 +318,13 @@ def clean_up(spec, run_dir, holder, held, group):
     if uid is not None and not held["work_area"]:
         clean = not _temp_leftovers(uid, remove=True) and not _temp_leftovers(uid, False) \
             and clean
+    keep = bool(spec.get("keep_work"))
     if held["work_area"]:
-        for point in (*SHARED_TEMP, holder):
+        for point in (*SHARED_TEMP, *(() if keep else (holder,))):
             _LIBC.umount2(point.encode(), MNT_DETACH)
-    subprocess.run(["rm", "-rf", "--one-file-system", "--", run_dir, holder], check=False)
-    return clean and not os.path.lexists(run_dir) and not os.path.lexists(holder)
+    gone = [run_dir] if keep else [run_dir, holder]
+    subprocess.run(["rm", "-rf", "--one-file-system", "--", *gone], check=False)
+    return clean and not any(os.path.lexists(path) for path in gone)
 
 
 def write_files(run_dir, files):
@@ -334,7 +366,7 @@ def main():
         spec = json.load(f)
     os.unlink(spec_path)
     write_files(run_dir, spec.pop("files", {}))
-    os.mkdir(holder, 0o711)
+    os.makedirs(holder, 0o711, exist_ok=True)  # a session's later runs find it
     if spec["uid"] is not None:  # the solution's uid must be able to walk down to its directory
         parent = os.path.dirname(run_dir)
         for path in (parent, os.path.dirname(parent)):
