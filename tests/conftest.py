@@ -256,6 +256,18 @@ def daytona_sudo_server():
 
 
 @pytest.fixture(scope="session")
+def daytona_client(daytona_sudo_server):
+    """A client in daytona mode (on threads) on the sudo-user test server, for the tests that
+    run every provider (the agent's sessions)."""
+    from deepgym_ray.client import DeepGym
+
+    client = DeepGym(mode="daytona", backend="threads", api_key=daytona_sudo_server.api_key,
+                     api_url=daytona_sudo_server.url)
+    yield client
+    client.close()
+
+
+@pytest.fixture(scope="session")
 def repo_pool(ray_local):
     """A Docker client on a Ray pool of its own (2 actors), for repository tasks through the
     pool: the e2e tests and the repository-task attacks' batches share it."""

@@ -120,19 +120,37 @@ def pool_battery(battery, ray_local):
 
 
 
-@pytest.fixture(scope="session")
-def session_pool_local(ray_local):
-    """A local-sandbox client on a Ray pool of its own (2 actors), for the session attacks'
-    batches (session_attacks.py)."""
+def _session_pool(name: str, mode: str, **options):
     import uuid
 
     from deepgym_ray.client import DeepGym
     from deepgym_ray.config import DeepGymConfig, PoolConfig
+
+    config = PoolConfig(name=f"session-attacks-{name}-{uuid.uuid4().hex[:8]}", actors=2,
+                        actor_concurrency=2, num_cpus_per_actor=0, max_retries=0)
+    return DeepGym(config=DeepGymConfig(mode=mode, backend="ray", pool=config,
+                                        provider_options=options))
+
+
+@pytest.fixture(scope="session")
+def session_pool_local(ray_local):
+    """A local-sandbox client on a Ray pool of its own (2 actors), for the session attacks'
+    batches (session_attacks.py)."""
     from deepgym_ray.pool import get_pool
 
-    config = PoolConfig(name=f"session-attacks-{uuid.uuid4().hex[:8]}", actors=2,
-                        actor_concurrency=2, num_cpus_per_actor=0, max_retries=0)
-    client = DeepGym(config=DeepGymConfig(mode="local", backend="ray", pool=config))
+    client = _session_pool("local", "local")
+    yield client
+    get_pool(client).shutdown()
+    client.close()
+
+
+@pytest.fixture(scope="session")
+def session_pool_daytona(ray_local, daytona_sudo_server):
+    """The same on the Daytona test server whose user is ``daytona`` with sudo."""
+    from deepgym_ray.pool import get_pool
+
+    client = _session_pool("daytona", "daytona", api_key=daytona_sudo_server.api_key,
+                           api_url=daytona_sudo_server.url)
     yield client
     get_pool(client).shutdown()
     client.close()

@@ -62,6 +62,11 @@ EVERYWHERE = ("/ " + " ".join(f"--exclude-dir={d}" for d in (
     "proc", "sys", "usr", "lib", "lib32", "lib64", "bin", "sbin")))
 
 
+PROVIDERS = ["local", "docker", "daytona"]  # those sessions run on
+BATCH_CLIENTS = {"local": "session_pool_local", "docker": "repo_pool",
+                 "daytona": "session_pool_daytona"}
+
+
 def bash(command: str) -> Action:
     return Action(action_type="bash", content=command)
 
@@ -91,7 +96,7 @@ def session_attack_tests(variants: list[list[Action]]):
     ``test_in_batch`` (every variant at once on the pool, beside a right episode). Use:
     ``test_alone, test_in_batch = session_attack_tests([...])``."""
 
-    @pytest.mark.parametrize("provider", ["local", "docker"])
+    @pytest.mark.parametrize("provider", PROVIDERS)
     def test_alone(request, provider):
         client = request.getfixturevalue(f"{provider}_client")
         for steps in variants:
@@ -100,11 +105,10 @@ def session_attack_tests(variants: list[list[Action]]):
             if uid is not None:  # nothing of the episode outlived it
                 assert list(uid_processes(uid)) == []
 
-    @pytest.mark.parametrize("provider", ["local", "docker"])
+    @pytest.mark.parametrize("provider", PROVIDERS)
     def test_in_batch(request, provider):
         # On a pool of the provider's actors (tests/security/conftest.py, tests/conftest.py).
-        client = request.getfixturevalue("session_pool_local" if provider == "local"
-                                         else "repo_pool")
+        client = request.getfixturevalue(BATCH_CLIENTS[provider])
         work = [(TARGET, steps) for steps in variants] + [(NEIGHBOUR, RIGHT)]
         with ThreadPoolExecutor(len(work)) as threads:
             results = list(threads.map(lambda job: _episode(client, *job)[0], work))
