@@ -278,7 +278,11 @@ def test_a_zygote_that_dies_mid_run_leaves_no_verdict(provider):
     first = provider.zygote.pid
 
     def kill_soon() -> None:
-        time.sleep(1.0)
+        # Once the zygote has forked the run's solution (a process it did not have idle),
+        # whatever the machine's speed: then the run is in play.
+        idle, deadline = set(_descendants(first)), time.monotonic() + 120
+        while not set(_descendants(first)) - idle and time.monotonic() < deadline:
+            time.sleep(0.01)
         for pid in _descendants(first) + [first]:
             try:
                 os.kill(pid, signal.SIGKILL)

@@ -63,6 +63,10 @@ EVERYWHERE = ("/ " + " ".join(f"--exclude-dir={d}" for d in (
 
 
 PROVIDERS = ["local", "docker", "daytona"]  # those sessions run on
+# Alone as well as in the batch where alone checks more: on the local sandbox that no process
+# of the episode's uid is left; Docker's zygote path differs from its pool's. On Daytona the
+# batch runs every variant the same way (and its sandbox is deleted at the episode's end).
+ALONE = ["local", "docker"]
 BATCH_CLIENTS = {"local": "session_pool_local", "docker": "repo_pool",
                  "daytona": "session_pool_daytona"}
 
@@ -96,7 +100,7 @@ def session_attack_tests(variants: list[list[Action]]):
     ``test_in_batch`` (every variant at once on the pool, beside a right episode). Use:
     ``test_alone, test_in_batch = session_attack_tests([...])``."""
 
-    @pytest.mark.parametrize("provider", PROVIDERS)
+    @pytest.mark.parametrize("provider", ALONE)
     def test_alone(request, provider):
         client = request.getfixturevalue(f"{provider}_client")
         for steps in variants:
