@@ -47,3 +47,48 @@ def test_node_removed_mid_batch(cluster):
     finally:
         pool.shutdown()
         ray.kill(gate)
+
+
+def test_node_removed_mid_episode(cluster):
+    """Agent episodes spread over the nodes; the node holding some of them removed mid-episode:
+    their next step and their score say so (no verdict, an error type naming the loss) without
+    hanging, and the episodes on the other nodes go on to their verdict."""
+    from helpers.episodes import RIGHT, answer_env
+
+    from deepgym_ray.client import DeepGym
+    from deepgym_ray.config import DeepGymConfig, PoolConfig
+    from deepgym_ray.pool import get_pool
+    from deepgym_ray.sessions import Action
+
+    head, workers = cluster
+    config = PoolConfig(name=f"episodes-{uuid.uuid4().hex[:8]}", actors=4, actor_concurrency=2,
+                        num_cpus_per_actor=0, max_retries=0)
+    client = DeepGym(config=DeepGymConfig(mode="local", backend="ray", pool=config))
+    try:
+        pool = get_pool(client)
+        nodes = [ray.get(actor.ping.remote(), timeout=120) for actor in pool.actors]
+        sessions = [client.session(answer_env()) for _ in range(4)]
+        for session in sessions:
+            session.start()
+            session.step(Action(action_type="bash", content="echo started > log.txt"))
+        victim = worker_holding(workers, {nodes[s.index] for s in sessions})
+        lost = [s for s in sessions if nodes[s.index] == victim.node_id]
+        kept = [s for s in sessions if nodes[s.index] != victim.node_id]
+        assert lost and kept, nodes  # one episode per actor, the actors on every node
+        head.remove_node(victim, allow_graceful=False)
+        # The node's processes go with it once Ray sees it dead (its health checks, bounded).
+        deadline = time.monotonic() + 60
+        while victim.node_id in {n["NodeID"] for n in ray.nodes() if n["Alive"]} \
+                and time.monotonic() < deadline:
+            time.sleep(0.5)
+        for session in lost:
+            observation, reward, done = session.step(RIGHT)
+            assert done and reward is None and "error" in observation.metadata, observation
+            result = session.score()
+            assert not result.has_verdict and result.error_type, result
+        for session in kept:
+            session.step(RIGHT)
+            assert session.score().passed
+    finally:
+        get_pool(client).shutdown()
+        client.close()
