@@ -87,12 +87,14 @@ def worker_holding(workers: list[Any], node_ids: set[str]) -> Any:
 
 
 def wait_until_every_node_takes_work(nodes: list[Any], timeout: float = 180.0) -> None:
-    """Return once work the driver spreads has run on every one of ``nodes``.
+    """Return once work the driver spreads, tasks and actors, has run on every one of
+    ``nodes``.
 
     A node counts as registered as soon as the GCS lists it, but the head's raylet, which
-    places the driver's SPREAD work, learns of it a moment later. A pool made in that moment
-    put all four of its actors on the head (seen in CI, under load), and the test that removes
-    a worker node holding actors found none to remove.
+    places the driver's SPREAD tasks, learns of it a moment later, and the GCS, which places
+    actors, keeps a view of its own. A pool made in that moment put all four of its actors on
+    the head (seen in CI under load, and again on a quiet machine after tasks had already
+    spread), and the test that removes a worker node holding actors found none to remove.
     """
     import ray
 
@@ -100,16 +102,31 @@ def wait_until_every_node_takes_work(nodes: list[Any], timeout: float = 180.0) -
     def node_id() -> str:
         return ray.get_runtime_context().get_node_id()
 
+    @ray.remote(num_cpus=0)
+    class Probe:
+        def node_id(self) -> str:
+            return ray.get_runtime_context().get_node_id()
+
     wanted = {node.node_id for node in nodes}
-    seen: set[str] = set()
     deadline = time.monotonic() + timeout
-    while True:
-        probes = [node_id.options(scheduling_strategy="SPREAD").remote()
-                  for _ in range(2 * len(wanted))]
-        seen.update(ray.get(probes, timeout=max(deadline - time.monotonic(), 1.0)))
-        if wanted <= seen:
-            return
-        if time.monotonic() > deadline:
-            raise TimeoutError(f"after {timeout:.0f}s, SPREAD work has reached only "
-                               f"{len(seen & wanted)} of the cluster's {len(wanted)} nodes")
-        time.sleep(0.2)
+    for kind in ("tasks", "actors"):
+        seen: set[str] = set()
+        while True:
+            left = max(deadline - time.monotonic(), 1.0)
+            if kind == "tasks":
+                seen.update(ray.get([node_id.options(scheduling_strategy="SPREAD").remote()
+                                     for _ in range(2 * len(wanted))], timeout=left))
+            else:
+                probes = [Probe.options(scheduling_strategy="SPREAD").remote()
+                          for _ in range(2 * len(wanted))]
+                try:
+                    seen.update(ray.get([p.node_id.remote() for p in probes], timeout=left))
+                finally:
+                    for probe in probes:
+                        ray.kill(probe)
+            if wanted <= seen:
+                break
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"after {timeout:.0f}s, SPREAD {kind} have reached only "
+                                   f"{len(seen & wanted)} of the cluster's {len(wanted)} nodes")
+            time.sleep(0.2)

@@ -58,8 +58,11 @@ RIGHT = [Action(action_type="bash", content="echo 42 > answer.txt")]
 # and grep's options for a search of everything the agent can see but the system's own files
 # (the interpreter, the libraries: no secret is there, and reading them all takes seconds).
 PATTERN = "SECRET-[0-9a-f]\\{16\\}"
+# The Daytona test server's sandboxes also see this machine's own trees (the project and its
+# virtualenv: gigabytes no real sandbox has, and where no run writes).
 EVERYWHERE = ("/ " + " ".join(f"--exclude-dir={d}" for d in (
-    "proc", "sys", "usr", "lib", "lib32", "lib64", "bin", "sbin")))
+    "proc", "sys", "usr", "lib", "lib32", "lib64", "bin", "sbin", "work", "old_root", "farm",
+    "opt")))
 
 
 PROVIDERS = ["local", "docker", "daytona"]  # those sessions run on
