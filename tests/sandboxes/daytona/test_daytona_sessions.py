@@ -30,7 +30,7 @@ def client(daytona_sudo_server):
     made.close()
 
 
-def test_the_built_in_episodes_score_full_marks(client):
+def test_the_built_in_episodes_score_full_marks_and_a_lazy_agent_a_judged_zero(client):
     import json
 
     for name in multi_turn_names():
@@ -44,6 +44,8 @@ def test_the_built_in_episodes_score_full_marks(client):
                     break
             result = session.score()
         assert (result.score, result.passed, result.has_verdict) == (1.0, True, True), result
+        lazy = client.run_episode(env, lambda observation: Action(action_type="done"))
+        assert lazy.has_verdict and lazy.score < 1.0 and not lazy.passed, lazy
 
 
 def test_the_work_lasts_from_step_to_step_and_nothing_outlives_a_step(client):
