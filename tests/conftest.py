@@ -116,17 +116,27 @@ def _longest_groups_first(items) -> None:
 # module, so that its module's fixtures (a service, a pool) start once, not once per worker,
 # and the security battery's attacks stay with their provider's session-wide battery.
 _MENTIONS_DOCKER: dict[str, bool] = {}
+# The modules that start whole Ray instances of their own (a `ray start` head, a command's
+# embedded Ray, a 3-node Cluster): one such start is a dozen processes busy at once, and with
+# both cores kept busy three starting together (one per worker) ran past Ray's own fixed 30 s
+# for a node to register, twice in a row (stress series 10). They take turns.
+OWN_RAY = ("tests/e2e/test_verl_trainer_start.py", "tests/e2e/test_ray_job.py",
+           "tests/faults/test_driver_killed_resume.py", "tests/e2e/test_eval_signals.py",
+           "tests/e2e/test_pool_cluster.py", "tests/faults/test_node_removed.py")
 
 
 def worker_group(item) -> str:
     """The xdist group of ``item``: for an attack of the security battery, its provider's
-    ("docker-engine" for Docker's); "docker-engine" for anything else that may touch the engine
-    (named so, using a docker fixture, or a module that mentions it); else its module."""
+    ("docker-engine" for Docker's); "own-ray" for the modules that start Ray instances of their
+    own; "docker-engine" for anything else that may touch the engine (named so, using a docker
+    fixture, or a module that mentions it); else its module."""
     callspec = getattr(item, "callspec", None)
     case = callspec.params.get("battery") if callspec is not None else None
     if case is not None:  # the security battery: one provider's client and pool per worker
         return "docker-engine" if case.mode == "docker" else f"security-{case.label}"
     module = str(item.path)
+    if module.endswith(OWN_RAY):
+        return "own-ray"
     if module not in _MENTIONS_DOCKER:
         _MENTIONS_DOCKER[module] = "docker" in item.path.read_text().lower()
     if _MENTIONS_DOCKER[module] or "docker" in item.nodeid.lower() \

@@ -15,6 +15,7 @@ Example:
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Sequence
 from typing import Any
 
@@ -40,25 +41,43 @@ def _alive(handle: Any) -> bool:
         return True
 
 
+UNAVAILABLE = "unavailable while closing (ActorUnavailableError)"
+
+
+def _answer(ray: Any, ref: Any, timeout: float | None = None) -> str | None:
+    """What an actor's ``close`` left (None: nothing), or why it could not say."""
+    try:
+        return ray.get(ref, timeout=timeout)
+    except ray.exceptions.ActorUnavailableError:
+        return UNAVAILABLE
+    except ray.exceptions.GetTimeoutError:
+        return "did not close in time"
+    except ray.exceptions.RayActorError as exc:  # it died meanwhile: left to the sweep
+        return f"died while closing ({type(exc).__name__})"
+    except Exception as exc:  # noqa: BLE001 - an actor of an older version, say
+        return f"{type(exc).__name__}: {exc}"
+
+
 def stop_actors(ray: Any, handles: Sequence[Any], names: Sequence[str],
                 timeout: float = CLOSE_TIMEOUT) -> list[str]:
     """Ask every live actor of ``handles`` (named ``names``) to close, wait for them (at
     most ``timeout`` seconds in all), then kill them all. Returns one line per actor that
     could not delete everything it made, naming it and what is left."""
-    asked = {handle.close.remote(): name
+    deadline = time.monotonic() + timeout
+    asked = {handle.close.remote(): (handle, name)
              for handle, name in zip(handles, names, strict=True) if _alive(handle)}
     ready, late = ray.wait(list(asked), num_returns=len(asked), timeout=timeout) \
         if asked else ([], [])
-    problems = [f"{asked[ref]}: did not close within {timeout:.0f}s" for ref in late]
+    problems = [f"{asked[ref][1]}: did not close within {timeout:.0f}s" for ref in late]
     for ref in ready:
-        try:
-            left = ray.get(ref)
-        except ray.exceptions.RayActorError as exc:  # it died meanwhile: left to the sweep
-            left = f"died while closing ({type(exc).__name__})"
-        except Exception as exc:  # noqa: BLE001 - an actor of an older version, say
-            left = f"{type(exc).__name__}: {exc}"
+        handle, name = asked[ref]
+        left = _answer(ray, ref)
+        while left == UNAVAILABLE and time.monotonic() < deadline:
+            # Restarting (Ray brings a killed actor back): ask the new process in turn.
+            time.sleep(1.0)
+            left = _answer(ray, handle.close.remote(), deadline - time.monotonic())
         if left:
-            problems.append(f"{asked[ref]}: {left}")
+            problems.append(f"{name}: {left}")
     for handle in handles:
         try:
             ray.kill(handle, no_restart=True)
