@@ -117,9 +117,7 @@ class TaskContainer:
         buffer = io.BytesIO()
         with tarfile.open(fileobj=buffer, mode="w") as archive:
             for folder in sorted(folders, key=lambda f: len(f.parts)):
-                info = tarfile.TarInfo(str(folder))
-                info.type, info.mode = tarfile.DIRTYPE, directory_mode
-                archive.addfile(info)
+                archive.addfile(_folder(str(folder), directory_mode))
             for name, content in zip(names, files.values(), strict=True):
                 info = tarfile.TarInfo(str(name))
                 info.size, info.mode, info.mtime = len(content), mode, int(time.time())
@@ -315,13 +313,18 @@ class _Chunks(io.RawIOBase):
         return size
 
 
+def _folder(name: str, mode: int) -> tarfile.TarInfo:
+    """A tar entry of the directory ``name``, owned by root, with ``mode``."""
+    info = tarfile.TarInfo(name)
+    info.type, info.mode = tarfile.DIRTYPE, mode
+    return info
+
+
 def _directory_tar(name: str, mode: int) -> bytes:
     """A tar archive of one empty directory ``name``, owned by root, with ``mode``."""
     buffer = io.BytesIO()
     with tarfile.open(fileobj=buffer, mode="w") as archive:
-        info = tarfile.TarInfo(name)
-        info.type, info.mode = tarfile.DIRTYPE, mode
-        archive.addfile(info)
+        archive.addfile(_folder(name, mode))
     return buffer.getvalue()
 
 
