@@ -7,6 +7,9 @@ when there is one, runs there first (as the agent's user, before the agent's fir
 ``verifier.py`` judges the work directory at the end (``verify(work_dir)``: it is given the
 directory where a single-answer verifier gets the solution's file); ``step_verifier.py``, when
 there is one, judges it after every step the same way, and its score is that step's reward.
+``tools`` names the programs the task needs on the agent's ``PATH`` (``git``, ``pytest``, ...):
+the session checks them when it starts, so a sandbox image without one is an outage of ours (no
+verdict, naming the program) rather than the agent's 0, and the first observation lists them.
 
 Example:
     >>> task = MultiTurnTask(files={"calc.py": b"def add(a, b): return a - b\\n"}, max_steps=8)
@@ -16,6 +19,7 @@ Example:
 
 from __future__ import annotations
 
+import re
 from pathlib import PurePosixPath
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
@@ -23,6 +27,9 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 __all__ = ["ACTION_TYPES", "MultiTurnTask"]
 
 ACTION_TYPES: tuple[str, ...] = ("code", "bash", "write_file", "done")
+
+# A program's name as a shell looks it up: no path, nothing a shell would expand.
+_PROGRAM_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.+-]{0,99}")
 
 
 class MultiTurnTask(BaseModel):
@@ -61,6 +68,16 @@ class MultiTurnTask(BaseModel):
         if not actions:
             raise ValueError("allowed_actions is empty: the agent could do nothing")
         return tuple(dict.fromkeys(actions))
+
+    @field_validator("tools")
+    @classmethod
+    def _program_names(cls, tools: tuple[str, ...]) -> tuple[str, ...]:
+        bad = [t for t in tools if not _PROGRAM_NAME.fullmatch(t)]
+        if bad:
+            raise ValueError(f"tools names {', '.join(map(repr, bad))}: each must be a program's "
+                             "name as found on PATH (letters, digits, '_', '.', '+', '-'; no "
+                             "'/' or spaces)")
+        return tuple(dict.fromkeys(tools))
 
     def allows(self, action_type: str) -> bool:
         """Whether the agent may take actions of ``action_type`` (``done`` always ends it)."""

@@ -41,6 +41,7 @@ from deepgym_ray.sessions.rules import agent_exhausted, failure_result, record_e
 from deepgym_ray.sessions.shapes import Action, Observation, Trajectory, TrajectoryStep
 from deepgym_ray.sessions.steps import (
     LINKS_OUT_REQUEST,
+    MISSING_TOOLS,
     StepRefused,
     action_request,
     files_request,
@@ -124,7 +125,8 @@ class Session:
             try:
                 self.sandbox = self.provider.create(self.env)
                 self.provider.put_files(self.sandbox, session_files(self.env))
-                request = files_request(self.task.files, self.task.setup, SETUP_TIMEOUT)
+                request = files_request(self.task.files, self.task.setup, SETUP_TIMEOUT,
+                                        self.task.tools)
                 reply = self._run(request, SETUP_TIMEOUT)
                 _check_setup(reply, self.env.name)
             except BaseException as exc:
@@ -133,7 +135,8 @@ class Session:
             first = Observation(content=self._first_text(), step=0,
                                 metadata={"files": sorted(self.task.files),
                                           "max_steps": self.task.max_steps,
-                                          "allowed_actions": list(self.task.allowed_actions)})
+                                          "allowed_actions": list(self.task.allowed_actions),
+                                          "tools": list(self.task.tools)})
             self.trajectory.start = first
             return first
 
@@ -268,9 +271,11 @@ class Session:
     def _first_text(self) -> str:
         files = "\n".join(f"  {name}" for name in sorted(self.task.files)) or "  (none)"
         actions = ", ".join(self.task.allowed_actions)
+        tools = f"\nPrograms you can run: {', '.join(self.task.tools)}." if self.task.tools \
+            else ""
         return (f"{self.env.task.strip()}\n\nFiles in your work directory:\n{files}\n\n"
                 f"Actions: {actions} (at most {self.task.max_steps} steps, "
-                f"{self.task.timeout_per_step:g}s each).")
+                f"{self.task.timeout_per_step:g}s each).{tools}")
 
     def _fail(self, exc: BaseException) -> RunResult:
         """The contract's result for ``exc`` after the agent acted; the episode is over. A
@@ -322,6 +327,10 @@ def _check_setup(reply: Mapping[str, Any], name: str) -> None:
         raise SandboxError(f"environment {name!r}: the agent's work directory could not be "
                            f"made: {reply.get('error')}")
     if "exit_code" in reply and (reply.get("timed_out") or reply.get("exit_code") != 0):
+        first = (reply.get("stderr") or "").partition("\n")[0]
+        if first.startswith(MISSING_TOOLS):
+            raise SandboxError(f"environment {name!r} needs programs its sandbox does not have "
+                               f"on the agent's PATH:{first[len(MISSING_TOOLS):]}")
         output = (reply.get("stdout", "") + reply.get("stderr", ""))[-1500:]
         raise SandboxError(f"environment {name!r}: setup.sh failed (exit code "
                            f"{reply.get('exit_code')}, timed out: {bool(reply.get('timed_out'))})"

@@ -16,7 +16,8 @@ from __future__ import annotations
 import base64
 import json
 import secrets
-from collections.abc import Mapping
+import shlex
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from deepgym_ray.exceptions import SandboxError
@@ -82,14 +83,25 @@ def action_request(action: Action, timeout: float) -> dict[str, Any]:
     return {"argv": argv, "timeout": timeout}
 
 
-def files_request(files: Mapping[str, bytes], setup: str | None,
-                  timeout: float) -> dict[str, Any]:
-    """The session's first request: the agent's files, then ``setup`` run as the agent."""
+# The first line of a start whose check of the task's tools failed (nothing runs before it).
+MISSING_TOOLS = "deepgym: not on the agent's PATH:"
+
+
+def files_request(files: Mapping[str, bytes], setup: str | None, timeout: float,
+                  tools: Sequence[str] = ()) -> dict[str, Any]:
+    """The session's first request: the agent's files, then (as the agent) a check that each
+    of ``tools`` is on its PATH, then ``setup``."""
     request: dict[str, Any] = {
         "files": {name: base64.b64encode(data).decode("ascii") for name, data in files.items()}}
-    if setup is not None:
+    script = setup or ""
+    if tools:
+        script = (f"missing=''\nfor t in {' '.join(map(shlex.quote, tools))}; do\n"
+                  "  command -v -- \"$t\" >/dev/null 2>&1 || missing=\"$missing $t\"\ndone\n"
+                  f"if [ -n \"$missing\" ]; then echo \"{MISSING_TOOLS}$missing\" >&2; "
+                  "exit 127; fi\n") + script
+    if script:
         request.update(argv=["bash", "-s"], timeout=timeout,
-                       stdin=base64.b64encode(setup.encode("utf-8")).decode("ascii"))
+                       stdin=base64.b64encode(script.encode("utf-8")).decode("ascii"))
     return request
 
 

@@ -16,6 +16,7 @@ from deepgym_ray import contract
 from deepgym_ray.envs import multi_turn_names
 from deepgym_ray.exceptions import ProviderUnavailableError, SandboxError, VerifierError
 from deepgym_ray.judge.deepgym_proc import uid_processes
+from deepgym_ray.multi_turn import MultiTurnTask
 from deepgym_ray.sessions import Action, Session, SessionStateError
 from deepgym_ray.suites import load_environment
 
@@ -186,6 +187,27 @@ def test_a_failed_setup_raises_and_leaves_no_verdict(client):
     assert session.sandbox is None  # torn down
 
 
+def test_the_tools_a_task_needs_are_checked_at_start_and_shown_to_the_agent(client):
+    flag = "made_by_setup"
+    env = answer_env(tools=("awk", "python3"), setup=f"touch {flag}\n")
+    with client.session(env) as session:
+        first = session.start()
+        assert "Programs you can run: awk, python3." in first.content
+        assert first.metadata["tools"] == ["awk", "python3"]
+        seen, _, _ = session.step(bash(f"ls {flag}"))
+        assert seen.content.startswith(flag), seen.content  # setup still ran after the check
+
+    # A sandbox without one of them is an outage of ours (its image), not the agent's 0, and
+    # the setup never ran.
+    missing = client.session(answer_env(tools=("awk", "no-such-program-x1"),
+                                        setup="echo ran-anyway >&2; exit 3\n"))
+    with pytest.raises(SandboxError, match="not have on the agent's PATH: no-such-program-x1$"):
+        missing.start()
+    assert missing.result is not None and not missing.result.has_verdict
+    assert "awk" not in missing.result.details.partition("PATH:")[2]
+    assert missing.sandbox is None
+
+
 def test_abandoning_or_closing_an_unscored_episode_leaves_no_verdict(client):
     session = client.session(answer_env())
     session.start()
@@ -228,6 +250,18 @@ def test_sessions_used_out_of_order_say_so(local_client):
         local_client.session("coin_change")
     with pytest.raises(VerifierError, match="multi-turn"):
         local_client.run(load_environment("fix_the_calculator"), "print(1)")
+
+
+@pytest.mark.parametrize(("settings", "message"), [
+    ({"tools": ("git", "/bin/sh")}, r"tools names '/bin/sh'"),
+    ({"tools": ("a b",)}, r"tools names 'a b'"),
+    ({"allowed_actions": ("bash", "fly")}, r"allowed_actions names 'fly'"),
+    ({"allowed_actions": ()}, "could do nothing"),
+    ({"files": {"../x": b""}}, "relative file path"),
+])
+def test_a_multi_turn_setting_that_cannot_work_is_refused_naming_it(settings, message):
+    with pytest.raises(ValueError, match=message):
+        MultiTurnTask(**settings)
 
 
 def test_an_agent_that_raises_abandons_its_episode(local_client):
