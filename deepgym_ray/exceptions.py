@@ -61,13 +61,16 @@ class ProviderTimeoutError(ProviderError):
 
 
 class ProviderHTTPError(ProviderError):
-    """The provider answered a call with an HTTP error status."""
+    """The provider answered a call with an HTTP error status; ``retry_after``: the seconds its
+    ``Retry-After`` header asked for, when it sent one."""
 
-    def __init__(self, status: int, message: str = "", *, sandbox_id: str | None = None) -> None:
+    def __init__(self, status: int, message: str = "", *, sandbox_id: str | None = None,
+                 retry_after: float | None = None) -> None:
         super().__init__(f"HTTP {status}: {message}" if message else f"HTTP {status}",
                          sandbox_id=sandbox_id)
         self.status = int(status)
         self.message = message
+        self.retry_after = retry_after
 
     def __reduce__(self):  # Ray pickles exceptions between processes; keep the status
         return (self.__class__, (self.status, self.message), self.__dict__)

@@ -5,6 +5,7 @@
 """
 
 from .faults import Faults, Rule
+from .limits import Limits
 from .server import DaytonaTestServer
 
-__all__ = ["DaytonaTestServer", "Faults", "Rule"]
+__all__ = ["DaytonaTestServer", "Faults", "Limits", "Rule"]

@@ -11,42 +11,11 @@ whose cleanup is not proven, whose runs cannot be root, or that failed is delete
 Sandboxes are recreated when they die, expire or are evicted. One thrown away during a batch
 is deleted on a thread of its own; ``close`` deletes the rest and returns only once every
 sandbox the provider made is deleted, those threads' too (or raises naming what is left).
+A create that Daytona throttles (its rate limit, the organization's quota) waits and tries
+again, up to ``throttle_wait`` seconds (see ``sandboxes.throttle``).
 
-A run's bounds. A sandbox serves one run at a time, so in the cloud its own cpu, memory and disk
-bound that run already; but they are shared with the judge (an answer that exhausts them takes
-the runner down with it: no verdict instead of its 0), what a run leaves (a full disk, files in
-/tmp) would meet the next run, and the sandbox's toolbox daemon listens on its loopback, running
-commands for whoever connects. So the run is confined inside the sandbox, below those limits,
-by the program that runs it there (``in_sandbox``, as root), with the judge's own mechanisms:
-its own mount, IPC and network namespaces (the daemon out of reach); one tmpfs of ``disk_mb`` /
-``max_files`` for everything the solution can write (its directory and the run's private /tmp,
-/var/tmp and /dev/shm), gone with the run; and the local provider's per-run cgroups (memory,
-``solution_memory_mb`` but at most the sandbox's memory less ``JUDGE_HEADROOM_MB``; tasks,
-``max_processes``; a freezer that proves every process gone), which the runner puts each
-solution process in before its code runs (``launch["cgroups"]``), as it does locally; each
-solution process also gets the runner's rlimits. The sandbox's first run finds out what it
-allows (a default, unprivileged container allows none of it) and later runs in it must have the
-same; what is missing is logged once, by name, as the local provider does for weaker
-isolation. Trusting the sandbox's limits alone was rejected: they protect neither the verdict
-nor the next run. (The test server's sandboxes enforce limits of their own too, for fidelity;
-the provider's are smaller, and they are what the battery's attacks run into.)
-
-All of this needs root. A sandbox whose user is not root (Daytona's default user is
-``daytona``, which its images give passwordless sudo) is probed once, when it is made
-(``privilege``): where ``sudo -n`` runs the user's python as root, every run's program is
-started through it (``sudo -n <python> -I -S -B ...``, the user's PATH given back to the
-runner) and first makes the run's and the judge's directories, which the toolbox uploaded as
-that user, root's alone; the run then gets exactly what it gets in a root sandbox. Where sudo
-is missing or asks for a password, the solution runs as the sandbox's user, so it can read
-the verifier and its test cases, with none of the confinement above; each such sandbox
-serves one run and is deleted after it, and a warning (once) says so and names the fix: a
-snapshot or image whose user is root, or passwordless sudo for its user.
-
-Secrets: the environment's variables and the runner's token travel in a root-only file that
-the in-sandbox program reads and removes; the session command, which every process can read in
-/proc, names only that program and the run's directory. The solution still shares the
-sandbox's PID namespace with the runner and the verifier: it sees their command lines and
-status (nothing secret), never their environment, memory, files or descriptors (another uid).
+How a run is confined inside a sandbox (as root, or through its user's sudo; what happens
+without either) and how its secrets travel: docs/internals.md, "The Daytona sandbox".
 
 A run costs two calls: one bulk upload (the run's files and spec; the judge once per sandbox)
 and one session command, whose stdout and stderr come back apart (``process.exec`` would mix
@@ -68,7 +37,12 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from deepgym_ray.exceptions import RunCancelledError, SandboxError, SandboxEvictedError
+from deepgym_ray.exceptions import (
+    ProviderHTTPError,
+    RunCancelledError,
+    SandboxError,
+    SandboxEvictedError,
+)
 from deepgym_ray.judge import JUDGE_FILES, RUNNER, STEP
 from deepgym_ray.models import Environment
 from deepgym_ray.sandboxes.base import (
@@ -85,6 +59,7 @@ from deepgym_ray.sandboxes.daytona.clients import SdkClients
 from deepgym_ray.sandboxes.daytona.handles import Remote, Run
 from deepgym_ray.sandboxes.daytona.options import DaytonaOptions, check_access, load_sdk
 from deepgym_ray.sandboxes.teardown import Teardown
+from deepgym_ray.sandboxes.throttle import Throttle
 
 __all__ = ["DaytonaOptions", "DaytonaProvider"]
 
@@ -126,6 +101,7 @@ class DaytonaProvider(SandboxProvider):
         self.instance = secrets.token_hex(8)
         self._teardown = Teardown()  # deletions on background threads, creations in flight
         self._closed = False
+        self._closing = threading.Event()  # ends a throttled create's wait
 
     # --- start-up checks -----------------------------------------------------------------
 
@@ -148,6 +124,19 @@ class DaytonaProvider(SandboxProvider):
 
     def _acquire(self, env: Environment) -> Remote:
         key = self._spec(env)
+        throttle = Throttle(self.options.throttle_wait, self._closing)
+        while True:  # a throttled create waits (bounded) and looks for an idle one again
+            remote = self._take_idle(key)
+            if remote is not None:
+                return remote
+            try:
+                with self._teardown.creating():  # close waits for it
+                    return self._create_remote(key)
+            except ProviderHTTPError as exc:
+                if not throttle.wait(exc, free_room=self._free_idle):
+                    raise
+
+    def _take_idle(self, key: tuple) -> Remote | None:
         # Reuse only well inside the auto-stop interval: a stopped sandbox would fail the run.
         fresh_for = self.options.auto_stop_minutes * 60 * 0.8
         stale: list[Remote] = []
@@ -164,10 +153,19 @@ class DaytonaProvider(SandboxProvider):
                 remote = None
         for old in stale:
             self._discard(old, "idle too long")
-        if remote is not None:
-            return remote
-        with self._teardown.creating():  # close waits for it
-            return self._create_remote(key)
+        return remote
+
+    def _free_idle(self) -> bool:
+        """Delete the longest idle sandbox we keep (it holds quota a new one needs)."""
+        with self._lock:
+            idle = [r for remotes in self._idle.values() for r in remotes]
+            oldest = min(idle, key=lambda r: r.last_used, default=None)
+            if oldest is not None:
+                self._idle[oldest.key].remove(oldest)
+        if oldest is None:
+            return False
+        self._discard(oldest, "the organization's quota is full")
+        return True
 
     def _create_remote(self, key: tuple) -> Remote:
         sdk, o = load_sdk(), self.options
@@ -371,6 +369,7 @@ class DaytonaProvider(SandboxProvider):
         once they are deleted: idle or in use, discarded earlier and still being deleted on a
         background thread, or still being made. Raises SandboxError naming those it could
         not delete (their auto-delete interval removes them in the end)."""
+        self._closing.set()
         with self._lock:
             self._closed = True
             remotes = list(self._remotes.values())

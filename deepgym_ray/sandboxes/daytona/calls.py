@@ -16,9 +16,11 @@ from __future__ import annotations
 
 import queue
 import threading
+import time
 from collections.abc import Callable
 from concurrent.futures import Future
 from concurrent.futures import TimeoutError as FutureTimeout
+from email.utils import parsedate_to_datetime
 from typing import Any, TypeVar
 
 from deepgym_ray.exceptions import (
@@ -69,7 +71,8 @@ def translate(exc: BaseException, what: str, sandbox_id: str | None = None) -> S
                                        sandbox_id=sandbox_id)
         if status == 408:
             return ProviderTimeoutError(message, sandbox_id=sandbox_id)
-        return ProviderHTTPError(status, message, sandbox_id=sandbox_id)
+        return ProviderHTTPError(status, message, sandbox_id=sandbox_id,
+                                 retry_after=retry_after(getattr(exc, "headers", None)))
     if names & {"DaytonaTimeoutError", "DaytonaConnectionTimeoutError"}:
         return ProviderTimeoutError(message, sandbox_id=sandbox_id)
     # A refused or broken connection arrives as a plain DaytonaError; its cause says which.
@@ -83,6 +86,23 @@ def translate(exc: BaseException, what: str, sandbox_id: str | None = None) -> S
     error = SandboxError(message, sandbox_id=sandbox_id)
     error.__cause__ = exc
     return error
+
+
+def retry_after(headers: Any) -> float | None:
+    """The seconds a ``Retry-After`` header asks for (a number, or an HTTP date), if any."""
+    if not headers:
+        return None
+    value = next((v for k, v in dict(headers).items() if str(k).lower() == "retry-after"), None)
+    if value is None:
+        return None
+    try:
+        return max(0.0, float(value))
+    except (TypeError, ValueError):
+        pass
+    try:
+        return max(0.0, parsedate_to_datetime(str(value)).timestamp() - time.time())
+    except (TypeError, ValueError):
+        return None
 
 
 class _DaemonWorkers:

@@ -35,6 +35,9 @@ class DaytonaOptions(BaseModel):
     auto_delete_minutes: int = Field(default=30, ge=0)
     call_timeout: float = Field(default=60.0, gt=0)
     create_timeout: float = Field(default=180.0, gt=0)
+    throttle_wait: float = Field(default=180.0, ge=0, description="how long, in all, a create "
+                                 "that Daytona throttles (HTTP 429, a full quota) waits and "
+                                 "tries again before its run gets no verdict")
     reuse: bool = True
     solution_memory_mb: int = Field(default=1024, ge=64, description="per solution process, "
                                     "and for all of a run's (at most the sandbox's memory "
