@@ -26,9 +26,9 @@ from .users import SandboxUser
 class HttpError(Exception):
     """An error answer of the server: its HTTP status and message."""
 
-    def __init__(self, status: int, message: str) -> None:
+    def __init__(self, status: int, message: str, headers: dict[str, str] | None = None) -> None:
         super().__init__(message)
-        self.status, self.message = status, message
+        self.status, self.message, self.headers = status, message, headers or {}
 
 
 class Box:
@@ -59,22 +59,35 @@ class Box:
         self.created = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
 
     def path(self, inside: str) -> Path:
-        """A path of the sandbox (absolute, or relative to its home) as this machine sees it."""
+        """A path of the sandbox (absolute, or relative to its home) as this machine sees it;
+        a sandbox that is only a directory here has nothing outside its home."""
         full = PurePosixPath(self.home) / inside
+        if self.container is not None:
+            return self.container.path(str(full))
         if ".." in full.parts or not (full == PurePosixPath(self.home)
                                       or PurePosixPath(self.home) in full.parents):
-            raise HttpError(400, f"path {inside!r} is outside the sandbox's home")
-        return self.container.path(str(full)) if self.container else Path(full)
+            raise HttpError(400, f"{inside}: outside the sandbox's home")
+        return Path(full)
 
-    def write(self, files: list[tuple[str, bytes]]) -> None:
-        """Uploaded files, written as the toolbox writes them (as the sandbox's user)."""
-        if self.user is not None and files:
-            return _write_as_user(self, files)
+    def write(self, files: list[tuple[str, bytes]]) -> tuple[list[dict], list[str]]:
+        """Uploaded files, each written on its own as the toolbox writes them (in a container,
+        as the sandbox's user: wherever that user may write): what was written (path, bytes)
+        and why the others were not (``"<path>: <reason>"``)."""
+        if self.container is not None and files:
+            return _write_inside(self, files)
+        written, errors = [], []
         for path, content in files:
-            target = self.path(path)
-            target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_bytes(content)
-        return None
+            try:
+                target = self.path(path)
+                target.parent.mkdir(parents=True, exist_ok=True)
+                target.write_bytes(content)
+            except HttpError as exc:
+                errors.append(exc.message)
+            except OSError as exc:
+                errors.append(f"{path}: {exc.strerror or exc}")
+            else:
+                written.append({"path": path, "bytes": len(content)})
+        return written, errors
 
     def kill_all(self) -> None:
         if self.daemon is not None:
@@ -90,23 +103,33 @@ class Box:
 
 
 # Writes uploaded files inside the sandbox as its user (the umask and modes of a daemon that
-# runs as that user: directories 0755, files 0644, an existing file kept as it is).
+# runs as that user: directories 0755, files 0644, an existing file kept as it is), each on its
+# own, and says what became of each.
 _WRITER = """
 import json, os, sys
 os.umask(0o022)
-for path, text in json.load(sys.stdin):
-    os.makedirs(os.path.dirname(path), 0o755, exist_ok=True)
-    with open(path, "wb") as f:
-        f.write(text.encode("latin-1"))
+written, errors = [], []
+for path, shown, text in json.load(sys.stdin):
+    try:
+        os.makedirs(os.path.dirname(path), 0o755, exist_ok=True)
+        with open(path, "wb") as f:
+            written.append({"path": shown, "bytes": f.write(text.encode("latin-1"))})
+    except OSError as exc:
+        errors.append(f"{shown}: {exc.strerror or exc}")
+json.dump([written, errors], sys.stdout)
 """
 
 
-def _write_as_user(box: Box, files: list[tuple[str, bytes]]) -> None:
-    paths = [(str(PurePosixPath(box.home) / path), content.decode("latin-1"))
+def _write_inside(box: Box, files: list[tuple[str, bytes]]) -> tuple[list[dict], list[str]]:
+    paths = [(str(PurePosixPath(box.home) / path), path, content.decode("latin-1"))
              for path, content in files]
     command = "exec python3 -I -S -B -c " + shlex.quote(_WRITER)
     done = subprocess.run(box.container.argv(command, box.home), input=json.dumps(paths).encode(),
-                          stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, check=False)
-    if done.returncode != 0:
+                          capture_output=True, check=False)
+    try:
+        written, errors = json.loads(done.stdout)
+    except ValueError:
         tail = done.stderr.decode("utf-8", "replace").strip().splitlines()[-1:]
-        raise HttpError(400, f"cannot write the files: {' '.join(tail) or done.returncode}")
+        raise HttpError(500, f"the toolbox could not write: {' '.join(tail) or done.returncode}"
+                        ) from None
+    return written, errors

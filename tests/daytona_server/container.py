@@ -2,7 +2,9 @@
 
 As in Daytona's cloud, where each sandbox is a container with its own limits: the sandbox gets
 its own PID, mount, IPC and UTS namespaces (and a network one of its own with
-``network_block_all``), its declared memory as a memory cgroup (pids capped too), and its
+``network_block_all``), its declared memory as a memory cgroup (pids capped too; groups of
+its own in the freezer, cpu and cpuacct hierarchies hold whatever groups the provider makes
+inside, so that stopping the sandbox removes those too), and its
 declared disk as one tmpfs holding everything it can write (its home ``/root``, ``/tmp``,
 ``/var/tmp``, ``/dev/shm``; at most half the sandbox's memory, which its pages count
 against). An init (PID 1 of the sandbox) reaps orphans; commands enter its namespaces and
@@ -43,6 +45,7 @@ from .users import SandboxUser
 HOME = "/root"
 PIDS_MAX = 1024
 _CGROUPS = Path("/sys/fs/cgroup")
+_CONTROLLERS = ("memory", "pids", "freezer", "cpu", "cpuacct")
 
 # PID 1 of the sandbox: mount its disk, hand out its writable places, report, reap orphans.
 _INIT = r'''
@@ -126,18 +129,20 @@ class Container:
         # of it, so a full disk says ENOSPC, as a real one does, instead of running out of memory.
         self.disk = min(int(disk_gib * (1 << 30)), self.memory // 2)
         self.disk_dir = disk_dir
-        self.groups = {c: _own_group(c) / f"daytona-test-{sid}" for c in ("memory", "pids")}
+        # Every controller the provider's in-sandbox program uses, so that the groups it makes
+        # for its runs are made below the sandbox's (and removed with them), not at the host's.
+        self.groups = {c: _own_group(c) / f"daytona-test-{sid}" for c in _CONTROLLERS}
         self.init: subprocess.Popen | None = None
         self.pid = 0  # the sandbox's init (PID 1 inside), as this machine sees it
 
     def start(self) -> Container:
         for controller, group in self.groups.items():
-            group.mkdir()
+            group.mkdir(exist_ok=controller == "cpuacct")  # often one group with cpu's
             if controller == "memory":
                 (group / "memory.limit_in_bytes").write_text(str(self.memory))
                 if (group / "memory.memsw.limit_in_bytes").exists():
                     (group / "memory.memsw.limit_in_bytes").write_text(str(self.memory))
-            else:
+            elif controller == "pids":
                 (group / "pids.max").write_text(str(PIDS_MAX))
         self.disk_dir.mkdir(mode=0o700, exist_ok=True)
         spaces = ["--pid", "--fork", "--mount-proc", "--ipc", "--uts"]
@@ -177,8 +182,9 @@ class Container:
     def _joined(self, argv: list[str]) -> list[str]:
         """``argv`` started inside the sandbox's cgroups (joined before it is executed)."""
         files = [str(group / "cgroup.procs") for group in self.groups.values()]
-        script = 'a=$1; b=$2; shift 2; echo $$ > "$a" && echo $$ > "$b" && exec "$@"'
-        return ["sh", "-c", script, "sh", *files, *argv]
+        script = ('n=$1; shift; while [ "$n" -gt 0 ]; do echo $$ > "$1" || exit 1; shift; '
+                  'n=$((n - 1)); done; exec "$@"')
+        return ["sh", "-c", script, "sh", str(len(files)), *files, *argv]
 
     def argv(self, command: str, cwd: str) -> list[str]:
         """What runs ``command`` with bash in ``cwd`` inside the sandbox."""
@@ -212,19 +218,22 @@ class Container:
                 pass
             self.init.wait()
         deadline = time.monotonic() + 10
-        for group in self.groups.values():
-            while group.exists():
-                for pid in (group / "cgroup.procs").read_text().split():
+        for group in self.groups.values():  # with the groups made inside, deepest first
+            inner = sorted((p for p in group.rglob("*") if p.is_dir()),
+                           key=lambda p: -len(p.parts)) if group.exists() else []
+            for each in [*inner, group]:
+                while each.exists():
+                    for pid in (each / "cgroup.procs").read_text().split():
+                        try:
+                            os.kill(int(pid), signal.SIGKILL)
+                        except OSError:
+                            pass
                     try:
-                        os.kill(int(pid), signal.SIGKILL)
+                        each.rmdir()
                     except OSError:
-                        pass
-                try:
-                    group.rmdir()
-                except OSError:
-                    if time.monotonic() > deadline:
-                        break
-                    time.sleep(0.01)
+                        if time.monotonic() > deadline:
+                            break
+                        time.sleep(0.01)
         if self.disk_dir is not None:
             shutil.rmtree(self.disk_dir, ignore_errors=True)
             shutil.rmtree(self.disk_dir.with_name(f"{self.sid}.etc"), ignore_errors=True)

@@ -9,9 +9,12 @@ own namespaces, its declared memory and disk enforced, home ``/root``), as in Da
 user of its own, as Daytona's default images do: commands run, and uploads are written, as
 that user, which has the real ``sudo`` as ``sudo`` says (``"nopasswd"``, ``"password"``; see
 ``users``). Otherwise (or with ``contain=False``) a sandbox is a home directory here (mode
-0711, so a solution's uid can reach its own directory inside). Either way commands run with
-``bash -c`` in their own process group (as this process's user, but for a container's own
-user), killed when the sandbox is stopped or deleted. Faults are injected on demand
+0711, so a solution's uid can reach its own directory inside). Either way commands run in
+their own process group (as this process's user, but for a container's own user), killed when
+the sandbox is stopped or deleted: a session's with ``bash -c``; ``process.exec``'s as the
+service runs them, written to the first of zsh, bash and sh on its stdin, a timeout killing the
+group and answering HTTP 408. Uploads answer per file (``uploads``); creation is throttled as
+configured (``limits``). Faults are injected on demand
 (see ``faults``). Every response goes out in one write: headers and body in two sends cost a
 delayed-ACK stall (~40 ms) per call.
 """
@@ -48,7 +51,9 @@ from . import container
 from .box import Box, HttpError
 from .daemon import InnerDaemon
 from .faults import Faults
-from .replay import Replays, parse_multipart
+from .limits import Limits
+from .replay import Replays
+from .uploads import bulk_upload
 from .users import SandboxUser, sudo_missing
 
 _ROUTES = [
@@ -70,7 +75,6 @@ _ROUTES = [
     ("POST", r"/toolbox/(?P<sid>[^/]+)/process/session/(?P<ses>[^/]+)/exec", "session_exec"),
 ]
 _COMPILED = [(m, re.compile(p + r"/?$"), name) for m, p, name in _ROUTES]
-_UPLOAD_FIELD = re.compile(r"files\[(\d+)\]\.(path|file)")
 OUTPUT_LIMIT = 32 << 20
 
 
@@ -79,8 +83,10 @@ class DaytonaTestServer:
 
     def __init__(self, host: str = "127.0.0.1", port: int = 0, api_key: str = "test-key",
                  user: str | None = None, replay: bool = False, contain: bool | None = None,
-                 privileged: bool = True, sudo: str | None = None) -> None:
+                 privileged: bool = True, sudo: str | None = None,
+                 limits: Limits | None = None) -> None:
         self.api_key = api_key
+        self.limits = limits or Limits()
         why = container.available()
         if contain and why:
             raise RuntimeError(f"sandboxes cannot be containers here: {why}")
@@ -170,6 +176,10 @@ class DaytonaTestServer:
 
     def create(self, body: bytes) -> dict:
         request = CreateSandbox.from_json(body.decode())
+        with self.lock:
+            in_use = sum(b.request.cpu or 1 for b in self.boxes.values()
+                         if b.state == SandboxState.STARTED)
+        self.limits.check_create(in_use, request.cpu or 1)
         sid = uuid.uuid4().hex[:16]
         try:
             box = Box(sid, request, self.root, self.contain, self.privileged,
@@ -189,52 +199,48 @@ class DaytonaTestServer:
             box.daemon = InnerDaemon(handler, box.container.pid)
 
     def run(self, box: Box, command: str, cwd: str | None, env: dict | None,
-            timeout: float | None, vanish: bool = False) -> tuple[int | None, bytes, bytes]:
+            timeout: float | None, vanish: bool = False,
+            piped: bool = False) -> tuple[int | None, bytes, bytes]:
+        """Run ``command`` in ``box``: with ``bash -c`` (a session's command), or, ``piped``, as
+        ``process.exec`` runs it: written to the first of zsh, bash and sh on its stdin, a
+        timeout answered HTTP 408."""
         if box.state != SandboxState.STARTED:
             raise HttpError(409, f"Sandbox {box.id} is not started (state {box.state.value})")
         workdir = str(PurePosixPath(box.home) / (cwd or ""))
         environ = {"PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8",
                    "HOME": box.home, **(env or {})}
         argv = ["bash", "-c", command]
+        stdin, piped_input = subprocess.DEVNULL, None
+        if piped:
+            shell = next(s for s in ("/usr/bin/zsh", "/bin/zsh", "/usr/bin/bash", "/bin/bash",
+                                     "/bin/sh") if box.path(s).exists())
+            piped_input = command.encode()
+            argv, command, stdin = [shell], f"exec {shell}", subprocess.PIPE
         if box.container is not None:
             argv, workdir = box.container.argv(command, workdir), "/"
         elif box.request.network_block_all and os.geteuid() == 0:
             # As Daytona does for such a sandbox: no network at all (a loopback of its own).
             argv = ["unshare", "--net", *argv]
         proc = subprocess.Popen(argv, cwd=workdir, env=environ,
-                                stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                stdin=stdin, stdout=subprocess.PIPE,
                                 stderr=subprocess.PIPE, start_new_session=True)
         box.procs.add(proc)
         if vanish:  # the sandbox disappears while the command runs
             self.vanish(box.id)
+        timed_out = False
         try:
-            out, err = proc.communicate(timeout=timeout)
+            out, err = proc.communicate(piped_input, timeout=timeout)
         except subprocess.TimeoutExpired:
             os.killpg(proc.pid, signal.SIGKILL)
             out, err = proc.communicate()
+            timed_out = True
         finally:
             box.procs.discard(proc)
         if box.state == SandboxState.DESTROYED:
             raise HttpError(404, f"Sandbox with ID or name {box.id} not found")
+        if timed_out and piped:
+            raise HttpError(408, "command execution timeout")
         return proc.returncode, out[:OUTPUT_LIMIT], err[:OUTPUT_LIMIT]
-
-    def upload(self, box: Box, content_type: str, body: bytes) -> None:
-        paths: dict[str, str] = {}
-        contents: dict[str, bytes] = {}
-        for name, content in parse_multipart(content_type, body):
-            match = _UPLOAD_FIELD.fullmatch(name)
-            if not match:
-                raise HttpError(400, f"unexpected form field {name!r}")
-            if match.group(2) == "path":
-                paths[match.group(1)] = content.decode().strip()
-            else:
-                contents[match.group(1)] = content
-        for index, path in paths.items():
-            box.path(path)  # inside the sandbox's home, or refused now
-            box.uploaded.append((path, contents.get(index, b"")))
-        if not self.replay:  # (a replayed run's files are never written)
-            box.write(box.uploaded)
-            box.uploaded = []
 
     def handle(self, call: str, params: dict, body: bytes, content_type: str) -> tuple[int, object]:
         if call == "create":
@@ -264,12 +270,11 @@ class DaytonaTestServer:
         if call == "home_dir":
             return 200, UserHomeDirResponse(dir=box.home).to_dict()
         if call == "upload":
-            self.upload(box, content_type, body)
-            return 200, None
+            return bulk_upload(box, content_type, body, self.replay)
         if call == "execute":
             req = ExecuteRequest.from_json(body.decode())
             code, out, err = self.run(box, req.command, req.cwd, req.envs, req.timeout or 10,
-                                      params.get("vanish", False))
+                                      params.get("vanish", False), piped=True)
             return 200, ExecuteResponse(exit_code=code if code is not None else -1,
                                         result=(out + err).decode("utf-8", "replace")).to_dict()
         if call == "session":
@@ -326,9 +331,10 @@ class _Handler(BaseHTTPRequestHandler):
                 return name, match.groupdict()
         return None
 
-    def _reply(self, status: int, payload: object) -> None:
+    def _reply(self, status: int, payload: object, headers: dict[str, str] | None = None) -> None:
         body = b"" if payload is None else json.dumps(payload).encode()
-        head = (f"HTTP/1.1 {status} {self.responses.get(status, ('',))[0]}\r\n"
+        extra = "".join(f"{name}: {value}\r\n" for name, value in (headers or {}).items())
+        head = (f"HTTP/1.1 {status} {self.responses.get(status, ('',))[0]}\r\n{extra}"
                 f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n")
         self.wfile.write(head.encode() + body)  # one send: no delayed-ACK stall
 
@@ -370,7 +376,8 @@ class _Handler(BaseHTTPRequestHandler):
             status, payload = server.handle(call, params, body,
                                             self.headers.get("Content-Type", ""))
         except HttpError as exc:
-            return self._reply(exc.status, {"statusCode": exc.status, "message": exc.message})
+            return self._reply(exc.status, {"statusCode": exc.status, "message": exc.message},
+                               exc.headers)
         except ValueError as exc:  # a body the generated models refuse: the wire format is off
             return self._reply(400, {"statusCode": 400, "message": f"bad request: {exc}"})
         return self._reply(status, payload)

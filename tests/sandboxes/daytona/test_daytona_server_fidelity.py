@@ -1,0 +1,114 @@
+"""The local Daytona server behaves as the service does where the provider depends on it
+(issue 39), checked with the real ``daytona`` SDK and, for what the SDK does not show, the
+raw wire: uploads go wherever the sandbox's user may write and answer per file."""
+
+from __future__ import annotations
+
+import pytest
+
+pytest.importorskip("daytona")
+
+
+@pytest.fixture
+def sandbox(daytona_sudo_server):
+    """A sandbox of the server whose user is ``daytona`` (passwordless sudo), as the
+    service's default images have it, made and deleted through the SDK."""
+    import daytona
+
+    server = daytona_sudo_server
+    client = daytona.Daytona(daytona.DaytonaConfig(api_key=server.api_key, api_url=server.url))
+    box = client.create(daytona.CreateSandboxFromSnapshotParams(network_block_all=True))
+    try:
+        yield server, box
+    finally:
+        box.delete()
+
+
+def _bulk_upload(server, box, files: dict[str, bytes]):
+    import httpx
+
+    data = {f"files[{i}].path": path for i, path in enumerate(files)}
+    parts = {f"files[{i}].file": (path, content) for i, (path, content) in
+             enumerate(files.items())}
+    return httpx.post(f"http://{server.host}:{server.port}/toolbox/{box.id}/files/bulk-upload",
+                      data=data, files=parts,
+                      headers={"Authorization": f"Bearer {server.api_key}"}, timeout=30)
+
+
+def test_uploads_go_wherever_the_user_may_write_and_answer_per_file(sandbox):
+    import daytona
+
+    server, box = sandbox
+    ok = _bulk_upload(server, box, {"/tmp/a.txt": b"a", "rel/dir/b.txt": b"bb"})
+    assert ok.status_code == 200, ok.text
+    assert ok.json()["files"] == [{"path": "/tmp/a.txt", "bytes": 1},
+                                  {"path": "rel/dir/b.txt", "bytes": 2}]
+
+    mixed = _bulk_upload(server, box, {"/etc/deepgym-not-yours": b"x", "c.txt": b"ccc"})
+    assert mixed.status_code == 400
+    body = mixed.json()
+    assert [e.split(":")[0] for e in body["errors"]] == ["/etc/deepgym-not-yours"]
+    assert "Permission denied" in body["errors"][0]
+    assert body["files"] == [{"path": "c.txt", "bytes": 3}]  # the other file was written
+
+    # The SDK reads those per-file errors into its message.
+    with pytest.raises(daytona.DaytonaError, match="/etc/nope2: Permission denied"):
+        box.fs.upload_files([daytona.FileUpload(source=b"y", destination="/etc/nope2")])
+    seen = box.process.exec("cat /tmp/a.txt rel/dir/b.txt c.txt; echo; stat -c '%U %a' /tmp/a.txt")
+    assert seen.result.split() == ["abbccc", "daytona", "644"], seen.result
+
+
+def test_exec_pipes_the_command_to_a_shell_and_a_timeout_is_408_killing_its_group(sandbox):
+    import daytona
+
+    from deepgym_ray.exceptions import ProviderTimeoutError
+    from deepgym_ray.sandboxes.daytona.calls import translate
+
+    _server, box = sandbox
+    # The command is the shell's stdin: a command that reads stdin reads the script's next
+    # line (with `bash -c` it would read nothing, and echo would run).
+    eaten = box.process.exec("read x\necho got:$x")
+    assert "got:" not in eaten.result, eaten.result
+    with pytest.raises(daytona.DaytonaError) as caught:
+        box.process.exec("sleep 300 & sleep 301", timeout=1)
+    assert getattr(caught.value, "status_code", None) == 408
+    assert isinstance(translate(caught.value, "exec"), ProviderTimeoutError)
+    left = box.process.exec("ps -eo args | grep -c '^sleep 30[01]' || true")
+    assert left.result.strip() == "0", left.result  # the whole process group was killed
+
+
+def test_stopping_the_server_removes_every_cgroup_its_sandboxes_made():
+    """A run killed with its sandbox leaves the groups it made inside; they are below the
+    sandbox's own in every hierarchy, and the server removes them all when it stops."""
+    import threading
+    from pathlib import Path
+
+    from daytona_server import DaytonaTestServer
+    from helpers.daytona_setup import ENV, options
+
+    from deepgym_ray.client import DeepGym
+
+    server = DaytonaTestServer().start()
+    if not server.contain:
+        server.stop()
+        pytest.skip("the test server's sandboxes are not containers here (not root)")
+    client = DeepGym(mode="daytona", backend="threads", **options(server, call_timeout=5.0))
+    sleeper = "import time\ntime.sleep(600)\n" + ENV.reference_solution
+    runner = threading.Thread(target=client.run_safe, args=(ENV, sleeper), daemon=True)
+    runner.start()
+    groups: list[Path] = []
+    try:
+        while not any(g.name.startswith("deepgym-daytona-") for g in groups):
+            assert runner.is_alive(), "the run ended before its cgroups were seen"
+            with server.lock:
+                tops = [g for box in server.boxes.values() if box.container
+                        for g in box.container.groups.values()]
+            groups = [p for top in tops if top.exists() for p in top.rglob("*") if p.is_dir()]
+            runner.join(0.05)
+        made = {g.name for g in groups} | {t.name for t in tops}
+    finally:
+        server.stop()
+        client.close()
+    runner.join(60)
+    left = [p for p in Path("/sys/fs/cgroup").glob("*/**/*") if p.is_dir() and p.name in made]
+    assert left == []
