@@ -22,9 +22,6 @@ LOCAL_RAY_OPTIONS = {
     "_node_ip_address": "127.0.0.1",
     "namespace": "deepgym_ray_tests",
     "log_to_driver": False,
-    # Metrics reach Ray's exporter every second, not every ten: a test that reads them waits
-    # for the next report, not for the production interval.
-    "_system_config": {"metrics_report_interval_ms": 1000},
 }
 NODE_ARGS = {"num_cpus": 2, "node_ip_address": "127.0.0.1"}
 # Notice a lost node within seconds rather than the production default, but not so fast that

@@ -102,7 +102,7 @@ def test_runs_show_up_in_rays_metrics(pool, ray_local):
     port = ray_local._private.worker.global_worker.node.metrics_export_port
     wanted = ("ray_deepgym_runs_total", "ray_deepgym_no_verdict_total",
               "ray_deepgym_run_seconds", "ray_deepgym_queue_wait_seconds")
-    deadline = time.monotonic() + 90  # Ray exports metrics every few seconds
+    deadline = time.monotonic() + 180  # Ray exports metrics every ten seconds
     lines: list[str] = []
     while time.monotonic() < deadline:
         with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as reply:

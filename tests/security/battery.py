@@ -65,11 +65,15 @@ class Battery:
         return self._pool_client
 
     def close(self) -> None:
+        self._stop_pool()
+        self.client.close()
+
+    def _stop_pool(self) -> None:
         if self._pool_client is not None:
             from deepgym_ray.pool import get_pool
 
             get_pool(self._pool_client).shutdown()
-        self.client.close()
+            self._pool_client = None
 
     # -- the two ways every attack runs ------------------------------------------------------
 
@@ -102,6 +106,7 @@ class Battery:
         session (see :meth:`_batch_all`); an attack outside that list gets a map of its own."""
         if self._batch_findings is None:
             self._batch_findings = self._batch_all(self.batch_attacks)
+            self._stop_pool()  # its work is done: idle actors still cost CPU all session
         problems = self._batch_findings.get(attack.name)
         if problems is None:
             problems = self._batch_all([attack])[attack.name]
