@@ -57,6 +57,11 @@ class Box:
         self.uploaded: list[tuple[str, bytes]] = []  # since the last command (for replay)
         self.procs: set[subprocess.Popen] = set()
         self.created = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+        self.last_active = self.stopped_at = time.monotonic()
+
+    def touch(self) -> None:
+        """A toolbox call: activity, which keeps the sandbox from its auto-stop."""
+        self.last_active = time.monotonic()
 
     def path(self, inside: str) -> Path:
         """A path of the sandbox (absolute, or relative to its home) as this machine sees it;

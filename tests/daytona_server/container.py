@@ -203,6 +203,28 @@ class Container:
         """A path of the sandbox, as this machine reaches it."""
         return Path(f"/proc/{self.pid}/root{inside}")
 
+    def alive(self) -> bool:
+        """Whether the sandbox's init (and with it its disk and namespaces) is still there."""
+        return self.init is not None and self.init.poll() is None
+
+    def kill_processes(self) -> None:
+        """Kill every process of the sandbox but its init: its files stay (a stopped sandbox)."""
+        keep = {str(self.pid), str(self.init.pid if self.init else 0)}
+        for _ in range(100):  # until a pass finds none (a fork may race the first)
+            found = False
+            for group in self.groups.values():
+                for each in [group, *(p for p in group.rglob("*") if p.is_dir())]:
+                    for pid in (each / "cgroup.procs").read_text().split():
+                        if pid not in keep:
+                            found = True
+                            try:
+                                os.kill(int(pid), signal.SIGKILL)
+                            except OSError:
+                                pass
+            if not found:
+                return
+            time.sleep(0.01)
+
     def stop(self) -> None:
         """Kill everything in the sandbox (its init first: the kernel takes the rest) and
         remove its cgroups once they are empty."""

@@ -51,6 +51,7 @@ from . import container
 from .box import Box, HttpError
 from .daemon import InnerDaemon
 from .faults import Faults
+from .lifecycle import Lifecycle, stop_box
 from .limits import Limits
 from .replay import Replays
 from .uploads import bulk_upload
@@ -84,9 +85,10 @@ class DaytonaTestServer:
     def __init__(self, host: str = "127.0.0.1", port: int = 0, api_key: str = "test-key",
                  user: str | None = None, replay: bool = False, contain: bool | None = None,
                  privileged: bool = True, sudo: str | None = None,
-                 limits: Limits | None = None) -> None:
+                 limits: Limits | None = None, minute: float = 60.0) -> None:
         self.api_key = api_key
         self.limits = limits or Limits()
+        self.lifecycle = Lifecycle(self, minute)
         why = container.available()
         if contain and why:
             raise RuntimeError(f"sandboxes cannot be containers here: {why}")
@@ -126,9 +128,11 @@ class DaytonaTestServer:
         self._thread = threading.Thread(target=self.httpd.serve_forever, daemon=True,
                                         name="daytona-test-server")
         self._thread.start()
+        self.lifecycle.start()
         return self
 
     def stop(self) -> None:
+        self.lifecycle.close()
         self.faults.release.set()
         self.httpd.shutdown()
         self.httpd.server_close()
@@ -186,12 +190,12 @@ class DaytonaTestServer:
                        self.sandbox_user)
         except OSError as exc:
             raise HttpError(500, f"cannot start the sandbox: {exc}") from exc
-        self._start_daemon(box)
+        self.start_daemon(box)
         with self.lock:
             self.boxes[sid] = box
         return self.dto(box).to_dict()
 
-    def _start_daemon(self, box: Box) -> None:
+    def start_daemon(self, box: Box) -> None:
         """Serve the toolbox inside a contained sandbox with a network of its own, as Daytona's
         daemon does (no key asked; see ``daemon``)."""
         if box.container is not None and box.request.network_block_all:
@@ -236,6 +240,7 @@ class DaytonaTestServer:
             timed_out = True
         finally:
             box.procs.discard(proc)
+            box.touch()  # a command's end is activity too: its idle time starts now
         if box.state == SandboxState.DESTROYED:
             raise HttpError(404, f"Sandbox with ID or name {box.id} not found")
         if timed_out and piped:
@@ -256,15 +261,17 @@ class DaytonaTestServer:
             return 200, self.dto(box).to_dict()
         if call in ("start", "stop"):
             if call == "stop":
-                box.kill_all()
-            elif box.container is not None and box.state != SandboxState.STARTED:
-                box.container.start()  # a fresh container: its files did not survive the stop
-                self._start_daemon(box)
-            box.state = SandboxState.STARTED if call == "start" else SandboxState.STOPPED
+                stop_box(box)
+            else:
+                self.lifecycle.start_box(box)
             return 200, self.dto(box).to_dict()
         if call in ("autostop", "autodelete"):
             setattr(box, "auto_stop" if call == "autostop" else "auto_delete", int(params["n"]))
             return 200, self.dto(box).to_dict()
+        if call.startswith(("home_", "upload", "execute", "session")):  # the toolbox's calls
+            if box.state != SandboxState.STARTED:
+                raise HttpError(409, f"Sandbox {box.id} is not started (state {box.state.value})")
+            box.touch()
         if call == "proxy_url":
             return 200, ToolboxProxyUrl(url=f"http://{self.host}:{self.port}/toolbox").to_dict()
         if call == "home_dir":
@@ -375,9 +382,11 @@ class _Handler(BaseHTTPRequestHandler):
         try:
             status, payload = server.handle(call, params, body,
                                             self.headers.get("Content-Type", ""))
-        except HttpError as exc:
-            return self._reply(exc.status, {"statusCode": exc.status, "message": exc.message},
-                               exc.headers)
+        except HttpError as exc:  # the fields the toolbox's ErrorResponse requires, too
+            return self._reply(exc.status, {
+                "statusCode": exc.status, "message": exc.message, "path": self.path,
+                "method": self.command, "timestamp": time.strftime("%Y-%m-%dT%H:%M:%SZ")},
+                exc.headers)
         except ValueError as exc:  # a body the generated models refuse: the wire format is off
             return self._reply(400, {"statusCode": 400, "message": f"bad request: {exc}"})
         return self._reply(status, payload)

@@ -14,7 +14,7 @@ ray = pytest.importorskip("ray")
 
 from gated import GatedFactory, make_gate  # noqa: E402
 from held import check_contract, make_pool, run_held  # noqa: E402
-from helpers.ray_cluster import three_node_cluster, worker_holding  # noqa: E402
+from helpers.ray_cluster import live_workers, three_node_cluster, worker_holding  # noqa: E402
 
 pytestmark = pytest.mark.e2e
 
@@ -28,6 +28,7 @@ def cluster():
 
 def test_node_removed_mid_batch(cluster):
     head, workers = cluster
+    workers = live_workers(head, workers)
     name = f"gate-{uuid.uuid4().hex[:8]}"
     gate = make_gate(name)
     pool = make_pool(GatedFactory(name), actors=4, retries=3)
@@ -61,6 +62,7 @@ def test_node_removed_mid_episode(cluster):
     from deepgym_ray.sessions import Action
 
     head, workers = cluster
+    workers = live_workers(head, workers)
     config = PoolConfig(name=f"episodes-{uuid.uuid4().hex[:8]}", actors=4, actor_concurrency=2,
                         num_cpus_per_actor=0, max_retries=0)
     client = DeepGym(config=DeepGymConfig(mode="local", backend="ray", pool=config))

@@ -76,6 +76,21 @@ def three_node_cluster(namespace: str) -> Iterator[tuple[Any, list[Any]]]:
             start_local_ray()
 
 
+def live_workers(cluster: Any, workers: list[Any]) -> list[Any]:
+    """``workers`` with each one a test removed replaced by a new node, once every node takes
+    work (a test that removes a node leaves the next one a cluster of two nodes, on which Ray
+    may place all of a pool's SPREAD actors on the head)."""
+    import ray
+
+    alive = {n["NodeID"] for n in ray.nodes() if n["Alive"]}
+    kept = [w for w in workers if w.node_id in alive]
+    if len(kept) < len(workers):
+        kept += [cluster.add_node(**NODE_ARGS) for _ in range(len(workers) - len(kept))]
+        cluster.wait_for_nodes()
+        wait_until_every_node_takes_work([cluster.head_node, *kept])
+    return kept
+
+
 def worker_holding(workers: list[Any], node_ids: set[str]) -> Any:
     """The first of ``workers`` whose node is one of ``node_ids`` (where a pool's actors are)."""
     holders = [worker for worker in workers if worker.node_id in node_ids]

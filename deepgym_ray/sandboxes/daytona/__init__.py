@@ -57,6 +57,7 @@ from deepgym_ray.sandboxes.daytona import privilege
 from deepgym_ray.sandboxes.daytona.calls import bounded, translate
 from deepgym_ray.sandboxes.daytona.clients import SdkClients
 from deepgym_ray.sandboxes.daytona.handles import Remote, Run
+from deepgym_ray.sandboxes.daytona.idle import IdleSandboxes
 from deepgym_ray.sandboxes.daytona.options import DaytonaOptions, check_access, load_sdk
 from deepgym_ray.sandboxes.teardown import Teardown
 from deepgym_ray.sandboxes.throttle import Throttle
@@ -95,7 +96,7 @@ class DaytonaProvider(SandboxProvider):
         self.options = DaytonaOptions(**options).resolved()
         self._sdk_clients = SdkClients(self.options)  # a few sandboxes per SDK client
         self._lock = threading.Lock()
-        self._idle: dict[tuple, list[Remote]] = {}
+        self._idle = IdleSandboxes()
         self._remotes: dict[str, Remote] = {}
         #: This provider's label value, on every sandbox it makes (to find them by).
         self.instance = secrets.token_hex(8)
@@ -139,29 +140,33 @@ class DaytonaProvider(SandboxProvider):
     def _take_idle(self, key: tuple) -> Remote | None:
         # Reuse only well inside the auto-stop interval: a stopped sandbox would fail the run.
         fresh_for = self.options.auto_stop_minutes * 60 * 0.8
-        stale: list[Remote] = []
-        with self._lock:
-            if self._closed:
-                raise SandboxError("the Daytona provider is closed")
-            idle = self._idle.get(key, [])
-            while idle:
-                remote = idle.pop()
-                if time.monotonic() - remote.last_used < fresh_for:
-                    break
-                stale.append(remote)
-            else:
-                remote = None
-        for old in stale:
-            self._discard(old, "idle too long")
-        return remote
+        while True:
+            with self._lock:
+                if self._closed:
+                    raise SandboxError("the Daytona provider is closed")
+                remote, stale = self._idle.pop(key, fresh_for)
+            for old in stale:
+                self._discard(old, "idle too long")
+            if remote is None or self._still_started(remote):
+                return remote
+            self._discard(remote, "stopped while it was idle")
+
+    def _still_started(self, remote: Remote) -> bool:
+        """Whether a sandbox idle for ``state_check_after`` seconds or more is still running
+        (something other than its auto-stop may have stopped it: one API call to know)."""
+        if time.monotonic() - remote.last_used < self.options.state_check_after:
+            return True
+        try:
+            bounded(remote.sdk.refresh_data, deadline=self.options.call_timeout,
+                    what="look at the sandbox", sandbox_id=remote.id)
+        except SandboxError:
+            return False
+        return str(getattr(remote.sdk.state, "value", remote.sdk.state)).lower() == "started"
 
     def _free_idle(self) -> bool:
         """Delete the longest idle sandbox we keep (it holds quota a new one needs)."""
         with self._lock:
-            idle = [r for remotes in self._idle.values() for r in remotes]
-            oldest = min(idle, key=lambda r: r.last_used, default=None)
-            if oldest is not None:
-                self._idle[oldest.key].remove(oldest)
+            oldest = self._idle.pop_oldest()
         if oldest is None:
             return False
         self._discard(oldest, "the organization's quota is full")
@@ -357,10 +362,9 @@ class DaytonaProvider(SandboxProvider):
         if not (run.reusable and self.options.reuse):
             self._discard(remote, "not proven clean" if run.reusable else "failed or unchecked")
             return
-        remote.last_used = time.monotonic()
         with self._lock:
             if not self._closed:
-                self._idle.setdefault(remote.key, []).append(remote)
+                self._idle.put(remote)
                 return
         self._discard(remote, "provider closed")
 

@@ -39,6 +39,9 @@ class DaytonaOptions(BaseModel):
                                  "that Daytona throttles (HTTP 429, a full quota) waits and "
                                  "tries again before its run gets no verdict")
     reuse: bool = True
+    state_check_after: float = Field(default=60.0, ge=0, description="a sandbox idle this "
+                                     "long is checked (one API call) before it is reused: one "
+                                     "stopped meanwhile is deleted, not handed a run")
     solution_memory_mb: int = Field(default=1024, ge=64, description="per solution process, "
                                     "and for all of a run's (at most the sandbox's memory "
                                     "less the judge's share)")

@@ -112,3 +112,73 @@ def test_stopping_the_server_removes_every_cgroup_its_sandboxes_made():
     runner.join(60)
     left = [p for p in Path("/sys/fs/cgroup").glob("*/**/*") if p.is_dir() and p.name in made]
     assert left == []
+
+
+@pytest.fixture
+def fast_server():
+    """A server of the test's own whose minute of auto-stop and auto-delete lasts 0.2 s."""
+    from daytona_server import DaytonaTestServer
+
+    server = DaytonaTestServer(minute=0.2).start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+def _state(server, sid: str) -> str:
+    with server.lock:
+        box = server.boxes.get(sid)
+    return "destroyed" if box is None else box.state.value
+
+
+def _wait_for_state(server, sid: str, state: str) -> None:
+    import time
+
+    deadline = time.monotonic() + 120
+    while _state(server, sid) != state:
+        assert time.monotonic() < deadline, f"{sid} never became {state}: {_state(server, sid)}"
+        time.sleep(0.05)
+
+
+def test_a_stop_ends_the_processes_and_keeps_the_files_and_idle_ones_stop_then_go(fast_server):
+    import daytona
+
+    server = fast_server
+    client = daytona.Daytona(daytona.DaytonaConfig(api_key=server.api_key, api_url=server.url))
+    box = client.create(daytona.CreateSandboxFromSnapshotParams(
+        network_block_all=True, auto_stop_interval=0, auto_delete_interval=-1))
+    box.fs.upload_files([daytona.FileUpload(source=b"kept", destination="notes.txt")])
+    box.process.exec("sleep 300 > /dev/null 2>&1 &")
+    box.stop()
+    assert _state(server, box.id) == "stopped"
+    with pytest.raises(daytona.DaytonaError):  # its toolbox is gone with its processes
+        box.process.exec("true")
+    box.start()
+    seen = box.process.exec("cat notes.txt; echo; ps -eo args | grep -c '^sleep 300' || true")
+    assert seen.result.split() == ["kept", "0"], seen.result
+
+    box.set_autostop_interval(1)  # idle for a "minute" (0.2 s): stopped ...
+    _wait_for_state(server, box.id, "stopped")
+    box.set_auto_delete_interval(0)  # ... and, stopped, deleted at once
+    _wait_for_state(server, box.id, "destroyed")
+
+
+def test_the_provider_never_hands_a_run_a_sandbox_stopped_while_it_was_idle(fast_server):
+    from helpers.daytona_setup import ENV, options
+
+    from deepgym_ray.client import DeepGym
+
+    server = fast_server
+    client = DeepGym(mode="daytona", backend="threads",
+                     **options(server, call_timeout=10.0, state_check_after=0.0,
+                               auto_stop_minutes=1))
+    try:
+        assert client.run(ENV, ENV.reference_solution).score == 1.0
+        [first] = client.provider.live_sandboxes()
+        _wait_for_state(server, first, "stopped")  # its auto-stop, well inside our window
+        again = client.run_safe(ENV, ENV.reference_solution)
+        assert again.has_verdict and again.score == 1.0, again.details
+        assert first not in client.provider.live_sandboxes()
+    finally:
+        client.close()
