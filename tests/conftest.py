@@ -248,6 +248,27 @@ def daytona_server():
 
 
 @pytest.fixture(scope="session")
+def e2b_server():
+    """A local server speaking E2B's API (tests/e2b_server) on 127.0.0.1, for the real ``e2b``
+    SDK: ``environ()`` gives E2B_API_KEY, E2B_API_URL and E2B_SANDBOX_URL for it; ``faults``
+    as the Daytona server's."""
+    pytest.importorskip("e2b")
+    from daytona_server import container
+
+    why = container.available()
+    if why:
+        pytest.skip(f"the E2B test server's sandboxes are containers, which cannot run here: "
+                    f"{why}")
+    from e2b_server import E2BTestServer
+
+    server = E2BTestServer().start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture(scope="session")
 def daytona_sudo_server():
     """The local Daytona server whose sandboxes' user is ``daytona`` (a uid of its own, home
     /home/daytona) with passwordless real sudo, as in Daytona's default images; commands and

@@ -94,11 +94,15 @@ class Box:
                 written.append({"path": path, "bytes": len(content)})
         return written, errors
 
-    def kill_all(self) -> None:
+    def kill_all(self, keep_files: bool = False) -> None:
+        """End every process of the sandbox; with ``keep_files`` (a stop) its init stays, and
+        with it its disk and namespaces."""
         if self.daemon is not None:
             self.daemon.close()
             self.daemon = None
-        if self.container is not None:
+        if self.container is not None and keep_files:
+            self.container.kill_processes()
+        elif self.container is not None:
             self.container.stop()
         for proc in list(self.procs):
             try:

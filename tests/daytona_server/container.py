@@ -186,14 +186,15 @@ class Container:
                   'n=$((n - 1)); done; exec "$@"')
         return ["sh", "-c", script, "sh", str(len(files)), *files, *argv]
 
-    def argv(self, command: str, cwd: str) -> list[str]:
-        """What runs ``command`` with bash in ``cwd`` inside the sandbox."""
+    def argv(self, command: str, cwd: str, as_root: bool = False) -> list[str]:
+        """What runs ``command`` with bash in ``cwd`` inside the sandbox (as its user, or as
+        root when ``as_root``: E2B lets a call name its user)."""
         spaces = ["-m", "-p", "-i", "-u"] + ([] if self.network else ["-n"])
         # The directory is entered inside (nsenter opens its --wd before entering the mount
         # namespace: the host's directory of that name, if any).
         inner = ["env", f"--chdir={cwd}", "bash", "-c", command]
         drop = [] if self.privileged else [f"--bounding-set={_DROPPED}"]
-        if self.user is not None:  # the user's commands run as its uid (sudo may make it root)
+        if self.user is not None and not as_root:  # as its uid (sudo may make it root)
             drop += [f"--reuid={self.user.uid}", f"--regid={self.user.uid}", "--init-groups"]
         if drop:
             inner = ["setpriv", *drop, "--", *inner]

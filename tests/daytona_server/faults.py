@@ -11,6 +11,7 @@ call (``*``) or only to the named ones.
 from __future__ import annotations
 
 import random
+import socket
 import threading
 from dataclasses import dataclass, field
 
@@ -88,3 +89,17 @@ class Faults:
                      times=item.get("times", 1), rate=float(item.get("rate", 1.0)))
         for call, seconds in (spec.get("latency") or {}).items():
             self.set_latency(seconds, call)
+
+
+def hold_or_drop(rule: Rule | None, faults: Faults, handler) -> bool:
+    """Carry out a ``hang`` or ``drop`` rule on the request ``handler`` (an
+    ``http.server.BaseHTTPRequestHandler``) serves: True when the request got no answer."""
+    if rule is not None and rule.action == "hang":
+        faults.release.wait()
+        handler.close_connection = True
+        return True
+    if rule is not None and rule.action == "drop":
+        handler.close_connection = True
+        handler.connection.shutdown(socket.SHUT_RDWR)
+        return True
+    return False

@@ -11,8 +11,6 @@ watch them happen; at its default (60) they are the service's.
 
 from __future__ import annotations
 
-import os
-import signal
 import threading
 import time
 from typing import TYPE_CHECKING
@@ -27,16 +25,7 @@ if TYPE_CHECKING:
 
 def stop_box(box: Box) -> None:
     """Every process of ``box`` ended, its files kept."""
-    if box.daemon is not None:
-        box.daemon.close()
-        box.daemon = None
-    if box.container is not None:
-        box.container.kill_processes()
-    for proc in list(box.procs):
-        try:
-            os.killpg(proc.pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            pass
+    box.kill_all(keep_files=True)
     box.state = SandboxState.STOPPED
     box.stopped_at = time.monotonic()
 

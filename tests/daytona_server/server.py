@@ -26,7 +26,6 @@ import os
 import re
 import shutil
 import signal
-import socket
 import subprocess
 import tempfile
 import threading
@@ -50,7 +49,7 @@ from daytona_toolbox_api_client import (
 from . import container
 from .box import Box, HttpError
 from .daemon import InnerDaemon
-from .faults import Faults
+from .faults import Faults, hold_or_drop
 from .lifecycle import Lifecycle, stop_box
 from .limits import Limits
 from .replay import Replays
@@ -366,13 +365,7 @@ class _Handler(BaseHTTPRequestHandler):
         if rule is not None and rule.action == "status":
             return self._reply(rule.status, {"statusCode": rule.status,
                                              "message": f"injected {rule.status}"})
-        if rule is not None and rule.action == "hang":
-            server.faults.release.wait()
-            self.close_connection = True
-            return None
-        if rule is not None and rule.action == "drop":
-            self.close_connection = True
-            self.connection.shutdown(socket.SHUT_RDWR)
+        if hold_or_drop(rule, server.faults, self):
             return None
         if rule is not None and rule.action == "vanish":
             params["vanish"] = True
