@@ -5,7 +5,9 @@ classes the wheel ships (``e2b.envd.process.process_connect``), and the plain HT
 
 One address serves every sandbox (``E2B_SANDBOX_URL``): a call names its sandbox in the
 ``E2b-Sandbox-Id`` header and proves it with the sandbox's ``X-Access-Token``; the user a
-call acts as is the name in its ``Authorization: Basic`` header (``user`` when none).
+call acts as is the name in its ``Authorization: Basic`` header (``user`` when none). As in
+envd's source (``services/process/start.go``), a command outlives its stream and is killed at
+the call's ``Connect-Timeout-Ms``, when there is one.
 """
 
 from __future__ import annotations
@@ -62,10 +64,15 @@ class ProcessService:
         proc = box.popen([config.cmd, *config.args], dict(config.envs), config.cwd or None,
                          _username(headers), bool(request.stdin))
         box.procs[proc.pid] = proc
+        loop = asyncio.get_running_loop()
+        # As envd does: the command outlives its stream (a caller that goes away does not end
+        # it), and the call's Connect timeout, when it has one, is the command's own.
+        loop.run_in_executor(None, _reap, box, proc)
+        if ctx.timeout_ms is not None:
+            loop.call_later(ctx.timeout_ms / 1000, _kill, proc)
         yield process_pb.StartResponse(event=Event(event=Oneof(
             "start", Event.StartEvent(pid=proc.pid))))
         queue: asyncio.Queue = asyncio.Queue()
-        loop = asyncio.get_running_loop()
 
         def pump(stream: Any, field: str) -> None:
             for chunk in iter(lambda: stream.read1(65536), b""):
@@ -75,34 +82,26 @@ class ProcessService:
         readers = [loop.run_in_executor(None, pump, proc.stdout, "stdout"),
                    loop.run_in_executor(None, pump, proc.stderr, "stderr")]
         open_streams = 2
-        try:
-            while open_streams:
-                try:
-                    field, chunk = await asyncio.wait_for(queue.get(), KEEPALIVE_SECONDS)
-                except asyncio.TimeoutError:
-                    yield process_pb.StartResponse(event=Event(event=Oneof(
-                        "keepalive", Event.KeepAlive())))
-                    continue
-                if chunk is None:
-                    open_streams -= 1
-                    continue
+        while open_streams:
+            try:
+                field, chunk = await asyncio.wait_for(queue.get(), KEEPALIVE_SECONDS)
+            except asyncio.TimeoutError:
                 yield process_pb.StartResponse(event=Event(event=Oneof(
-                    "data", Event.DataEvent(output=Oneof(field, chunk)))))
-            code = await loop.run_in_executor(None, proc.wait)
-            await asyncio.gather(*readers)
-            # As Go's os.ProcessState says it: "exit status N", or "signal: killed".
-            status = f"exit status {code}" if code >= 0 else \
-                "signal: killed" if code == -signal.SIGKILL else f"signal: {-code}"
-            yield process_pb.StartResponse(event=Event(event=Oneof("end", Event.EndEvent(
-                exit_code=code if code >= 0 else -1, exited=code >= 0, status=status,
-                error=None if code >= 0 else status))))
-        finally:  # the caller went away (or its deadline passed): the command goes with it
-            if proc.poll() is None:
-                try:
-                    os.killpg(proc.pid, signal.SIGKILL)
-                except (ProcessLookupError, PermissionError):
-                    pass
-            box.procs.pop(proc.pid, None)
+                    "keepalive", Event.KeepAlive())))
+                continue
+            if chunk is None:
+                open_streams -= 1
+                continue
+            yield process_pb.StartResponse(event=Event(event=Oneof(
+                "data", Event.DataEvent(output=Oneof(field, chunk)))))
+        code = await loop.run_in_executor(None, proc.wait)
+        await asyncio.gather(*readers)
+        # As Go's os.ProcessState says it: "exit status N", or "signal: killed".
+        status = f"exit status {code}" if code >= 0 else \
+            "signal: killed" if code == -signal.SIGKILL else f"signal: {-code}"
+        yield process_pb.StartResponse(event=Event(event=Oneof("end", Event.EndEvent(
+            exit_code=code if code >= 0 else -1, exited=code >= 0, status=status,
+            error=None if code >= 0 else status))))
 
     def _proc(self, box: E2BBox, selector: Any):
         pid = getattr(selector, "pid", None) if selector is not None else None
@@ -150,6 +149,19 @@ class ProcessService:
         return process_pb.ListResponse(processes=[
             process_pb.ProcessInfo(pid=pid, config=process_pb.ProcessConfig(
                 cmd=str(proc.args[0]))) for pid, proc in box.procs.items()])
+
+
+def _reap(box: E2BBox, proc: Any) -> None:
+    proc.wait()
+    box.procs.pop(proc.pid, None)
+
+
+def _kill(proc: Any) -> None:
+    if proc.poll() is None:
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
 
 
 def _write(proc: Any, data: bytes) -> None:

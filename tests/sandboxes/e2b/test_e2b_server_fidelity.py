@@ -34,8 +34,18 @@ def test_commands_run_as_the_templates_user_or_root_with_their_output_and_exit_c
         box.commands.run("for i in 1 2 3; do echo $i; sleep 0.05; done",
                          on_stdout=streamed.append)
         assert "".join(streamed) == "1\n2\n3\n"
-        with pytest.raises(e2b.TimeoutException):
+        with pytest.raises(e2b.TimeoutException):  # its timeout ends the command too
             box.commands.run("sleep 30", timeout=1)
+        deadline = time.monotonic() + 60
+        while "sleep 30" in box.commands.run("ps -eo args").stdout:
+            assert time.monotonic() < deadline, "the timed-out command still runs"
+            time.sleep(0.1)
+        # ... but a caller that goes away does not: the command goes on (as envd's do).
+        handle = box.commands.run("sleep 0.5; echo done > left.txt", background=True)
+        handle.disconnect()
+        while box.commands.run("cat left.txt 2>/dev/null || true").stdout != "done\n":
+            assert time.monotonic() < deadline, "the disconnected command was ended"
+            time.sleep(0.1)
         offline = box.commands.run("python3 -c 'import socket; socket.create_connection("
                                    "(\"1.1.1.1\", 53), timeout=2)' || echo offline")
         assert offline.stdout.strip().endswith("offline")
