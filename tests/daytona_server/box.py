@@ -8,12 +8,15 @@ Example:
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shlex
 import signal
 import subprocess
+import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path, PurePosixPath
 
 from daytona_api_client import CreateSandbox, SandboxState
@@ -59,9 +62,27 @@ class Box:
         self.created = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
         self.last_active = self.stopped_at = time.monotonic()
 
+        self.calls_in_flight = 0
+        self._calls_lock = threading.Lock()
+
     def touch(self) -> None:
-        """A toolbox call: activity, which keeps the sandbox from its auto-stop."""
+        """Activity (a toolbox call, a command's end), which keeps the sandbox from its
+        auto-stop."""
         self.last_active = time.monotonic()
+
+    @contextlib.contextmanager
+    def in_call(self) -> Iterator[None]:
+        """Around a toolbox call: the sandbox is busy while it lasts (not idle, not stopped by
+        its auto-stop), and its end is activity."""
+        with self._calls_lock:
+            self.calls_in_flight += 1
+        self.touch()
+        try:
+            yield
+        finally:
+            with self._calls_lock:
+                self.calls_in_flight -= 1
+            self.touch()
 
     def path(self, inside: str) -> Path:
         """A path of the sandbox (absolute, or relative to its home) as this machine sees it;

@@ -3,7 +3,8 @@
 ``stop`` ends every process of the sandbox and keeps its files (its init, which holds the
 sandbox's disk and namespaces, stays); ``start`` brings its toolbox back (a container whose init
 is gone starts afresh). Every toolbox call is activity; a sandbox with no command running and no
-activity for its ``auto_stop_interval`` minutes is stopped, and one stopped for its
+activity (a toolbox call in flight is
+activity) for its ``auto_stop_interval`` minutes is stopped, and one stopped for its
 ``auto_delete_interval`` minutes is deleted (0: at once; a negative interval, or an auto-stop of
 0, never). ``minute`` is how many seconds a minute of those intervals lasts here, so a test can
 watch them happen; at its default (60) they are the service's.
@@ -64,6 +65,7 @@ class Lifecycle:
             boxes = list(self.server.boxes.values())
         for box in boxes:
             if box.state == SandboxState.STARTED and box.auto_stop and not box.procs \
+                    and not box.calls_in_flight \
                     and now - box.last_active >= box.auto_stop * self.minute:
                 stop_box(box)
             elif box.state == SandboxState.STOPPED and box.auto_delete is not None \

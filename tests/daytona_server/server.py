@@ -267,12 +267,15 @@ class DaytonaTestServer:
         if call in ("autostop", "autodelete"):
             setattr(box, "auto_stop" if call == "autostop" else "auto_delete", int(params["n"]))
             return 200, self.dto(box).to_dict()
-        if call.startswith(("home_", "upload", "execute", "session")):  # the toolbox's calls
-            if box.state != SandboxState.STARTED:
-                raise HttpError(409, f"Sandbox {box.id} is not started (state {box.state.value})")
-            box.touch()
         if call == "proxy_url":
             return 200, ToolboxProxyUrl(url=f"http://{self.host}:{self.port}/toolbox").to_dict()
+        if box.state != SandboxState.STARTED:  # the rest are the toolbox's calls
+            raise HttpError(409, f"Sandbox {box.id} is not started (state {box.state.value})")
+        with box.in_call():  # activity, from its start to its end
+            return self._toolbox(box, call, params, body, content_type)
+
+    def _toolbox(self, box: Box, call: str, params: dict, body: bytes,
+                 content_type: str) -> tuple[int, object]:
         if call == "home_dir":
             return 200, UserHomeDirResponse(dir=box.home).to_dict()
         if call == "upload":

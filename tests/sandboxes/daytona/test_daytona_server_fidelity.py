@@ -116,7 +116,9 @@ def test_stopping_the_server_removes_every_cgroup_its_sandboxes_made():
 
 @pytest.fixture
 def fast_server():
-    """A server of the test's own whose minute of auto-stop and auto-delete lasts 0.2 s."""
+    """A server of the test's own whose minute of auto-stop and auto-delete lasts 0.2 s (a
+    test may lengthen it while it must not fire: under load, the gaps between one run's calls
+    can be longer than that)."""
     from daytona_server import DaytonaTestServer
 
     server = DaytonaTestServer(minute=0.2).start()
@@ -174,9 +176,12 @@ def test_the_provider_never_hands_a_run_a_sandbox_stopped_while_it_was_idle(fast
                      **options(server, call_timeout=10.0, state_check_after=0.0,
                                auto_stop_minutes=1))
     try:
+        server.lifecycle.minute = 60.0  # no auto-stop during the runs themselves
         assert client.run(ENV, ENV.reference_solution).score == 1.0
         [first] = client.provider.live_sandboxes()
+        server.lifecycle.minute = 0.2
         _wait_for_state(server, first, "stopped")  # its auto-stop, well inside our window
+        server.lifecycle.minute = 60.0
         again = client.run_safe(ENV, ENV.reference_solution)
         assert again.has_verdict and again.score == 1.0, again.details
         assert first not in client.provider.live_sandboxes()
