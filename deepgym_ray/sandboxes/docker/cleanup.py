@@ -70,13 +70,14 @@ def _uids_of(pid):
         return "", ()
 
 
-def processes_of(uids):
-    """Live (not zombie) processes owned by any of ``uids`` (real, effective or saved)."""
+def processes_of(uids, zombies=False):
+    """Live processes owned by any of ``uids`` (real, effective or saved); with ``zombies``,
+    those dead but not yet reaped too."""
     found = []
     for entry in os.listdir("/proc"):
         if entry.isdigit():
             state, owners = _uids_of(entry)
-            if state and state != "Z" and set(owners) & uids:
+            if state and (zombies or state != "Z") and set(owners) & uids:
                 found.append(int(entry))
     return found
 
@@ -100,19 +101,20 @@ def _kill_as(uid):
 
 
 def kill_all(uids, wait=5.0):
-    """SIGKILL every process of ``uids`` until none is left; True when none is."""
+    """SIGKILL every process of ``uids`` until none is left, not even a zombie (the
+    container's init reaps them; until then each holds a pid of the container's limit, which
+    the next run would be short of); True when none is."""
     deadline = time.monotonic() + wait
     if os.geteuid() == 0:
         for uid in uids:
             if uid != 0:  # as root, kill(-1) would take everything, the agent too
                 _kill_as(uid)
     while True:
-        pids = processes_of(uids)
-        if not pids:
+        if not processes_of(uids, zombies=True):
             return True
         if time.monotonic() > deadline:
             return False
-        for pid in pids:
+        for pid in processes_of(uids):
             try:
                 os.kill(pid, signal.SIGKILL)
             except OSError:
