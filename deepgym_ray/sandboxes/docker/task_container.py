@@ -195,7 +195,9 @@ class TaskContainer:
                 raise said.error
             else:  # the stream ended, and with it the command, unless the engine cut it short
                 state = self.api.exec_inspect(exec_id)
-                ended, code = not state.get("Running"), state.get("ExitCode")
+                code = state.get("ExitCode")
+                # Not running and no exit code: not started yet (the stream can be cut first).
+                ended = not state.get("Running") and code is not None
                 if not ended:
                     time.sleep(EXIT_POLL)
             if cancel is not None and cancel.is_set():
