@@ -52,7 +52,7 @@ class ProcessService:
     def _box(self, ctx: Any) -> E2BBox:
         headers = {k.lower(): v for k, v in ctx.request_headers.items()}
         box, why = self.server.envd_box(headers.get("e2b-sandbox-id"),
-                                        headers.get("x-access-token"), "process")
+                                        headers.get("x-access-token"))
         if box is None:
             raise ConnectError(Code.NOT_FOUND if why == "gone" else Code.UNAUTHENTICATED, why)
         return box
@@ -195,7 +195,7 @@ class EnvdApp:
         if path not in ("/files", "/health"):
             return await _reply(send, 404, {"code": 404, "message": f"no route {path}"})
         box, why = self.server.envd_box(headers.get("e2b-sandbox-id"),
-                                        headers.get("x-access-token"), "files")
+                                        headers.get("x-access-token"))
         if box is None or path == "/health":  # a gone sandbox: its edge proxy answers 502
             status = 204 if box is not None else 502 if why == "gone" else 401
             return await _reply(send, status, None if box else {"code": status,

@@ -159,7 +159,7 @@ class E2BTestServer:
 
     # --- the daemon's files -----------------------------------------------------------------
 
-    def envd_box(self, sid: str | None, token: str | None, call: str) -> tuple[E2BBox | None, str]:
+    def envd_box(self, sid: str | None, token: str | None) -> tuple[E2BBox | None, str]:
         """The sandbox a daemon call is for, or None and why (``gone``, or the token)."""
         with self.lock:
             box = self.boxes.get(sid or "")
@@ -175,12 +175,8 @@ class E2BTestServer:
             return [(query.get("path", ""), body)]
         message = BytesParser(policy=HTTP).parsebytes(
             f"Content-Type: {content_type}\r\n\r\n".encode() + body)
-        files = []
-        for part in message.iter_parts():
-            name = part.get_filename() or query.get("path", "")
-            files.append((query["path"] if "path" in query and len(files) == 0 and
-                          not part.get_filename() else name, part.get_payload(decode=True)))
-        return files
+        return [(part.get_filename() or query.get("path", ""), part.get_payload(decode=True))
+                for part in message.iter_parts()]
 
     @staticmethod
     def write_files(box: E2BBox, files: list[tuple[str, bytes]],
