@@ -80,6 +80,7 @@ def test_exec_pipes_the_command_to_a_shell_and_a_timeout_is_408_killing_its_grou
 def test_stopping_the_server_removes_every_cgroup_its_sandboxes_made():
     """A run killed with its sandbox leaves the groups it made inside; they are below the
     sandbox's own in every hierarchy, and the server removes them all when it stops."""
+    import os
     import threading
     from pathlib import Path
 
@@ -103,14 +104,18 @@ def test_stopping_the_server_removes_every_cgroup_its_sandboxes_made():
             with server.lock:
                 tops = [g for box in server.boxes.values() if box.container
                         for g in box.container.groups.values()]
-            groups = [p for top in tops if top.exists() for p in top.rglob("*") if p.is_dir()]
+            # os.walk, not rglob: a group may vanish mid-walk, and os.walk skips it quietly
+            groups = [Path(root, d) for top in tops for root, dirs, _ in os.walk(top)
+                      for d in dirs]
             runner.join(0.05)
-        made = {g.name for g in groups} | {t.name for t in tops}
+        made = groups + tops
     finally:
         server.stop()
         client.close()
     runner.join(60)
-    left = [p for p in Path("/sys/fs/cgroup").glob("*/**/*") if p.is_dir() and p.name in made]
+    # the exact paths seen, not a scan of the host's hierarchies: other workers' servers make
+    # and remove their own groups meanwhile, and a scan races them
+    left = [p for p in made if p.exists()]
     assert left == []
 
 
