@@ -1,11 +1,7 @@
-"""Calls into the ``daytona`` SDK: each bounded by our own deadline, each failure typed.
+"""Calls into the ``daytona`` SDK, bounded by our own deadline (see ``remote.calls``).
 
-The SDK's own timeouts use SIGALRM on the main thread and an asynchronous exception elsewhere,
-which cannot interrupt a blocking socket call in a Ray actor's thread; so every call here runs on
-a daemon thread of its own and the caller stops waiting at the deadline (the SDK's socket
-timeout, set a little later, ends the abandoned thread). Failures become
-:class:`~deepgym_ray.exceptions.SandboxError` subclasses that say what went wrong: the
-connection, a timeout, an HTTP status, or a sandbox that is gone.
+Failures become :class:`~deepgym_ray.exceptions.SandboxError` subclasses that say what went
+wrong: the connection, a timeout, an HTTP status, or a sandbox that is gone.
 
 Example:
     >>> translate(ConnectionRefusedError("refused"), "create a sandbox")  # doctest: +ELLIPSIS
@@ -14,39 +10,26 @@ Example:
 
 from __future__ import annotations
 
-import queue
-import threading
-import time
 from collections.abc import Callable
-from concurrent.futures import Future
-from concurrent.futures import TimeoutError as FutureTimeout
-from email.utils import parsedate_to_datetime
 from typing import Any, TypeVar
 
 from deepgym_ray.exceptions import (
     ProviderConnectionError,
     ProviderHTTPError,
     ProviderTimeoutError,
-    RunCancelledError,
     SandboxError,
     SandboxEvictedError,
     SandboxExpiredError,
 )
-from deepgym_ray.sandboxes.base import CancelSignal
+from deepgym_ray.sandboxes.remote import calls as remote_calls
+from deepgym_ray.sandboxes.remote.calls import chain, retry_after
+
+__all__ = ["bounded", "retry_after", "translate"]
 
 T = TypeVar("T")
 
 # Statuses that mean "this sandbox is no longer there" when the call was about one we hold.
 GONE_STATUSES = frozenset({404, 410})
-
-
-def _chain(exc: BaseException) -> list[BaseException]:
-    seen: list[BaseException] = []
-    current: BaseException | None = exc
-    while current is not None and all(current is not s for s in seen):
-        seen.append(current)
-        current = current.__cause__ or current.__context__
-    return seen
 
 
 def _sdk_class(exc: BaseException) -> str:
@@ -59,7 +42,7 @@ def translate(exc: BaseException, what: str, sandbox_id: str | None = None) -> S
     if isinstance(exc, SandboxError):
         return exc
     message = f"{what}: {exc}"
-    names = {_sdk_class(e) for e in _chain(exc)}
+    names = {_sdk_class(e) for e in chain(exc)}
     if "DaytonaSpotEvictedError" in names:
         return SandboxEvictedError(message, sandbox_id=sandbox_id)
     if "DaytonaQueueTimeoutError" in names:
@@ -76,7 +59,7 @@ def translate(exc: BaseException, what: str, sandbox_id: str | None = None) -> S
     if names & {"DaytonaTimeoutError", "DaytonaConnectionTimeoutError"}:
         return ProviderTimeoutError(message, sandbox_id=sandbox_id)
     # A refused or broken connection arrives as a plain DaytonaError; its cause says which.
-    for link in _chain(exc):
+    for link in chain(exc):
         if isinstance(link, TimeoutError) or "Timeout" in type(link).__name__:
             return ProviderTimeoutError(message, sandbox_id=sandbox_id)
         if isinstance(link, ConnectionError) or type(link).__name__ in (
@@ -88,82 +71,6 @@ def translate(exc: BaseException, what: str, sandbox_id: str | None = None) -> S
     return error
 
 
-def retry_after(headers: Any) -> float | None:
-    """The seconds a ``Retry-After`` header asks for (a number, or an HTTP date), if any."""
-    if not headers:
-        return None
-    value = next((v for k, v in dict(headers).items() if str(k).lower() == "retry-after"), None)
-    if value is None:
-        return None
-    try:
-        return max(0.0, float(value))
-    except (TypeError, ValueError):
-        pass
-    try:
-        return max(0.0, parsedate_to_datetime(str(value)).timestamp() - time.time())
-    except (TypeError, ValueError):
-        return None
-
-
-class _DaemonWorkers:
-    """Daemon threads for SDK calls, kept for reuse (a thread start is costly on a busy
-    machine); a new one starts whenever none is idle, so a hung call never blocks another."""
-
-    def __init__(self) -> None:
-        self._queue: queue.SimpleQueue = queue.SimpleQueue()
-        self._idle = 0
-        self._lock = threading.Lock()
-
-    def submit(self, fn: Callable[[], Any]) -> Future:
-        future: Future = Future()
-        with self._lock:
-            spawn = self._idle == 0
-            if not spawn:
-                self._idle -= 1
-        self._queue.put((fn, future))
-        if spawn:
-            threading.Thread(target=self._work, daemon=True, name="daytona-call").start()
-        return future
-
-    def _work(self) -> None:
-        while True:
-            try:
-                fn, future = self._queue.get()
-                try:
-                    future.set_result(fn())
-                except BaseException as exc:  # noqa: B036 - the SDK's timeout marker too
-                    future.set_exception(exc)
-            except BaseException:  # noqa: B036, S112 - a stray async exception: keep serving
-                pass
-            with self._lock:
-                self._idle += 1
-
-
-_WORKERS = _DaemonWorkers()
-
-
-def bounded(fn: Callable[..., T], *args: Any, deadline: float, what: str,
-            sandbox_id: str | None = None, cancel: CancelSignal | None = None,
-            **kwargs: Any) -> T:
-    """``fn(*args, **kwargs)`` on a daemon thread, given up after ``deadline`` seconds, or as
-    soon as ``cancel`` is set.
-
-    Raises ProviderTimeoutError at the deadline, RunCancelledError once cancelled, and the
-    translated error when the call fails.
-    """
-    future = _WORKERS.submit(lambda: fn(*args, **kwargs))
-    if cancel is not None:
-        woken = threading.Event()
-        future.add_done_callback(lambda _: woken.set())
-        cancel.on_set(woken.set)
-        woken.wait(deadline)
-        if cancel.is_set() and not future.done():
-            raise RunCancelledError(f"{what}: given up by the run's caller",
-                                    sandbox_id=sandbox_id)
-    try:
-        return future.result(timeout=0 if cancel is not None else deadline)
-    except FutureTimeout:
-        raise ProviderTimeoutError(f"{what}: no answer from Daytona within {deadline:.0f}s",
-                                   sandbox_id=sandbox_id) from None
-    except BaseException as exc:  # noqa: B036 - whatever the call raised, typed
-        raise translate(exc, what, sandbox_id) from exc
+def bounded(fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+    """:func:`deepgym_ray.sandboxes.remote.calls.bounded` with Daytona's ``translate``."""
+    return remote_calls.bounded(fn, *args, translate=translate, service="Daytona", **kwargs)

@@ -52,9 +52,9 @@ class _Recording(DaytonaProvider):
         self.made.append(sandbox)
         return sandbox
 
-    def _delete(self, box):
-        super()._delete(box)
-        self.deleted.put(box.id)
+    def _delete(self, remote):
+        super()._delete(remote)
+        self.deleted.put(remote.id)
 
 
 @contextlib.contextmanager
@@ -224,7 +224,7 @@ def test_an_unprivileged_sandbox_judges_right_and_says_what_it_lacks(unprivilege
                                                                      caplog):
     server = unprivileged_server
     with _judging(server) as (client, provider):
-        with caplog.at_level(logging.WARNING, logger="deepgym_ray.sandboxes.daytona"):
+        with caplog.at_level(logging.WARNING, logger="deepgym_ray.sandboxes"):
             leaked = client.run_safe(ENV, LEAKER)
             assert leaked.has_verdict and not leaked.passed
             assert client.run(ENV, ENV.reference_solution).score == 1.0
@@ -262,12 +262,12 @@ def test_a_user_without_sudo_judges_right_cleans_up_and_names_the_fix(no_sudo_se
     """Not root and no passwordless sudo: runs go on as the sandbox's user (right 1.0, wrong
     0), each sandbox serves one run and is deleted (the proof that nothing of the run is
     left), and one warning says what is lost and how to get it back."""
-    import deepgym_ray.sandboxes.daytona as provider_module
+    import deepgym_ray.sandboxes.remote as provider_module
 
     server = no_sudo_server
     monkeypatch.setattr(provider_module, "_WARNED", set())  # whatever an earlier test logged
     with _judging(server) as (client, provider):
-        with caplog.at_level(logging.WARNING, logger="deepgym_ray.sandboxes.daytona"):
+        with caplog.at_level(logging.WARNING, logger="deepgym_ray.sandboxes"):
             leaked = client.run_safe(ENV, LEAKER)
             wrong = client.run(ENV, WRONG)
             right = client.run(ENV, ENV.reference_solution)
@@ -301,7 +301,7 @@ def test_the_program_finds_the_daemons_log_of_its_output_through_sudo(daytona_su
         remote = provider.made[0].handle.remote
         log = f"{remote.home}/sessions/s1/c1/output"
         find = (f"import sys; sys.path.insert(0, {remote.judge_dir!r}); "
-                "import deepgym_daytona_run as p; print(p.command_output())")
+                "import deepgym_remote_run as p; print(p.command_output())")
         command = (f"mkdir -p {os.path.dirname(log)} && sudo -n {remote.root.python} -I -S -B"
                    f" -c {find!r} > {log} && cat {log}")
         assert remote.sdk.process.exec(command).result.strip() == log  # stdout: that file
@@ -312,7 +312,7 @@ def test_the_program_finds_the_daemons_log_of_its_output_through_sudo(daytona_su
 
 
 def test_the_root_probe_reads_what_the_sandbox_said():
-    from deepgym_ray.sandboxes.daytona.privilege import probe_command, read_probe
+    from deepgym_ray.sandboxes.remote.privilege import probe_command, read_probe
 
     said = 'deepgym-root {"euid": 1000, "python": "/opt/py/bin/python3", "path": "/opt/py/bin",'
     sudo = read_probe(said + ' "sudo": "ok"}\n')
@@ -329,7 +329,7 @@ def test_the_root_probe_reads_what_the_sandbox_said():
 
 
 def test_the_warning_names_each_missing_confinement():
-    from deepgym_ray.sandboxes.daytona.command import missing_confinement
+    from deepgym_ray.sandboxes.remote.command import missing_confinement
 
     words = " ".join(missing_confinement({"missing": {"namespaces": "EPERM", "work_area": "x",
                                                       "cgroups": "read-only"}}))

@@ -99,7 +99,7 @@ def test_stopping_the_server_removes_every_cgroup_its_sandboxes_made():
     runner.start()
     groups: list[Path] = []
     try:
-        while not any(g.name.startswith("deepgym-daytona-") for g in groups):
+        while not any(g.name.startswith("deepgym-remote-") for g in groups):
             assert runner.is_alive(), "the run ended before its cgroups were seen"
             with server.lock:
                 tops = [g for box in server.boxes.values() if box.container

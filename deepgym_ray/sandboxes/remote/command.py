@@ -1,4 +1,4 @@
-"""The host's side of a judge run in a reused Daytona sandbox: its files, its command, its report.
+"""The host's side of a judge run in a reused remote sandbox: its files, its command, its report.
 
 A run is one upload and one session command. The upload is one file, the run's spec
 (``SPEC_FILE``: its files, the runner's argv, stdin and environment, the deadline, the
@@ -11,10 +11,10 @@ can read in /proc/PID/cmdline carries no secret. The program reports on its last
 
 Example:
     >>> session_command("/root/deepgym/judge", "/root/deepgym/r1")
-    'python3 -I -S -B /root/deepgym/judge/deepgym_daytona_run.py /root/deepgym/r1'
+    'python3 -I -S -B /root/deepgym/judge/deepgym_remote_run.py /root/deepgym/r1'
     >>> session_command("/home/daytona/deepgym/judge", "/home/daytona/deepgym/r1",
     ...                 ["sudo", "-n", "/usr/bin/python3"])  # doctest: +ELLIPSIS
-    'sudo -n /usr/bin/python3 -I -S -B /home/daytona/deepgym/judge/deepgym_daytona_run.py ...'
+    'sudo -n /usr/bin/python3 -I -S -B /home/daytona/deepgym/judge/deepgym_remote_run.py ...'
 """
 
 from __future__ import annotations
@@ -34,9 +34,9 @@ from deepgym_ray.sandboxes.local.seccomp import wanted as seccomp_wanted
 
 SPEC_FILE = ".deepgym-run"
 CLEAN_MARKER = ".deepgym-clean"  # the runner's proof that its solution processes are gone
-RUN_PROGRAM = "deepgym_daytona_run.py"
-CGROUPS_MODULE = "deepgym_daytona_cgroups.py"
-SECCOMP_MODULE = "deepgym_daytona_seccomp.py"
+RUN_PROGRAM = "deepgym_remote_run.py"
+CGROUPS_MODULE = "deepgym_remote_cgroups.py"
+SECCOMP_MODULE = "deepgym_remote_seccomp.py"
 REPORT_PREFIX = b"deepgym-run "
 
 

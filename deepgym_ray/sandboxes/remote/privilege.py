@@ -3,9 +3,10 @@
 Every run's confinement (``in_sandbox``) needs root: a uid of its own for the solution,
 namespaces, a tmpfs, cgroups. Daytona's default sandbox user is ``daytona``, which its images
 give passwordless sudo; so a sandbox whose user is not root is probed once, when it is made
-(one ``process.exec``): which ``python3`` its user runs, that user's ``PATH``, and whether
+(one command, :func:`probe_command`, run by the provider): which ``python3`` its user runs,
+that user's ``PATH``, and whether
 ``sudo -n`` runs that interpreter as root. Where it does, every run's program is started as
-``sudo -n <python> -I -S -B <judge>/deepgym_daytona_run.py <run dir>``: the same program, as
+``sudo -n <python> -I -S -B <judge>/deepgym_remote_run.py <run dir>``: the same program, as
 root, with exactly a root sandbox's confinement. sudo resets the environment (``PATH`` to its
 ``secure_path``; the program builds the runner's environment itself and is given the user's
 ``PATH`` back), so nothing of the user's environment reaches the program but that. Where sudo
@@ -26,9 +27,6 @@ import json
 import shlex
 from dataclasses import dataclass
 from typing import Any
-
-from deepgym_ray.exceptions import SandboxError
-from deepgym_ray.sandboxes.daytona.calls import bounded
 
 PROBE_PREFIX = "deepgym-root "
 # Run as the sandbox's user, by its python3; prints one line: PROBE_PREFIX + JSON.
@@ -98,20 +96,9 @@ def read_probe(output: str) -> RootAccess:
     return RootAccess(python=python, path=path, via=None, why_not=str(sudo))
 
 
-def probe(box: Any, call_timeout: float) -> RootAccess:
-    """Probe ``box`` (an SDK sandbox whose user is not root); SandboxError when it cannot."""
-    what = "find whether the sandbox's user can become root"
-    response = bounded(box.process.exec, probe_command(), timeout=int(call_timeout),
-                       deadline=call_timeout + 5, what=what, sandbox_id=box.id)
-    try:
-        return read_probe(str(getattr(response, "result", "") or ""))
-    except ValueError as exc:
-        raise SandboxError(f"{what}: {exc}", sandbox_id=box.id) from None
-
-
-def weaker_warning(user: Any, why_not: str | None) -> str:
+def weaker_warning(service: str, user: Any, why_not: str | None) -> str:
     """The warning for a sandbox whose runs cannot be root: what is lost, and the fix."""
-    return (f"Daytona sandbox user is {user!r}, not root, and `sudo -n` cannot make it root "
+    return (f"{service} sandbox user is {user!r}, not root, and `sudo -n` cannot make it root "
             f"({why_not}): each run's solution runs as that user (it can read the verifier "
             "and its test cases), with none of the per-run confinement, and each sandbox "
             "serves one run. Use a snapshot or image whose user is root, or give its user "

@@ -1,8 +1,8 @@
-"""What runs inside a Daytona sandbox for each judge run: confine it, run it, clean up (stdlib).
+"""What runs inside a remote sandbox for each judge run: confine it, run it, clean up (stdlib).
 
-Shipped once per sandbox next to the judge files (as ``deepgym_daytona_run.py``, with the local
-provider's ``cgroups`` module as ``deepgym_daytona_cgroups.py``) and started by the run's
-session command as ``python3 -I -S -B <judge>/deepgym_daytona_run.py <run dir>`` (where the
+Shipped once per sandbox next to the judge files (as ``deepgym_remote_run.py``, with the local
+provider's ``cgroups`` module as ``deepgym_remote_cgroups.py``) and started by the run's
+session command as ``python3 -I -S -B <judge>/deepgym_remote_run.py <run dir>`` (where the
 sandbox's user is not root, ``sudo -n <its python> -I -S -B ...``: see ``privilege``): nothing
 of the run is on a command line, which every process in the sandbox can read in /proc. The
 run's spec (its files, the runner's argv, stdin and environment, the environment's secrets
@@ -62,7 +62,7 @@ SPEC_FILE = ".deepgym-run"
 PROBE_FILE = ".deepgym-confinement.json"  # in the judge dir: what the first run found
 CLEAN_MARKER = ".deepgym-clean"
 REPORT = "deepgym-run "
-CGROUP_PREFIX = "deepgym-daytona-"  # never the local provider's, whose sweepers go by pid
+CGROUP_PREFIX = "deepgym-remote-"  # never the local provider's, whose sweepers go by pid
 SHARED_TEMP = ("/tmp", "/var/tmp", "/dev/shm")
 CONFINEMENTS = ("namespaces", "work_area", "cgroups", "syscall_filter")
 KILLED_AT_DEADLINE = 137
@@ -172,7 +172,7 @@ def _hide_session_logs():
 def make_cgroups(name, memory_mb, pids):
     """The run's cgroups (freezer, memory, pids); OSError, saying why, where this sandbox
     does not give all three."""
-    import deepgym_daytona_cgroups as cgroups
+    import deepgym_remote_cgroups as cgroups
 
     found = cgroups.RunCgroups.probe(prefix=CGROUP_PREFIX)
     if not all(found.has(c) for c in ("freezer", "memory", "pids")):
@@ -255,7 +255,7 @@ def syscall_filter(wanted):
         raise OSError("the host could not build it (libseccomp's binding missing there)")
     if wanted.get("machine") != os.uname().machine:
         raise OSError(f"compiled for {wanted.get('machine')}, this is {os.uname().machine}")
-    from deepgym_daytona_seccomp import Installer
+    from deepgym_remote_seccomp import Installer
 
     try:
         return Installer(bytes.fromhex(wanted["bpf"]))

@@ -1,4 +1,4 @@
-"""The sandboxes a Daytona provider keeps for its next runs, by kind (image, resources).
+"""The sandboxes a remote provider keeps for its next runs, by kind (image, resources).
 
 Not thread-safe: the provider holds its lock around every call.
 
@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import time
 
-from deepgym_ray.sandboxes.daytona.handles import Remote
+from deepgym_ray.sandboxes.remote.handles import Remote
 
 __all__ = ["IdleSandboxes"]
 

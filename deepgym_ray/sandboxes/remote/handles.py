@@ -1,4 +1,4 @@
-"""What the Daytona provider keeps per sandbox it made (:class:`Remote`) and per run (:class:`Run`).
+"""What a remote provider keeps per sandbox it made (:class:`Remote`) and per run (:class:`Run`).
 
 Example:
     run = Run(remote=remote, dir=f"{remote.home}/deepgym/{run_id}", uid=None)
@@ -11,25 +11,26 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from deepgym_ray.sandboxes.daytona import privilege
+from deepgym_ray.sandboxes.remote import privilege
 
 __all__ = ["Remote", "Run"]
 
 
 @dataclass
 class Remote:
-    """One Daytona sandbox this provider made; used by one run at a time."""
+    """One sandbox this provider made; used by one run at a time."""
 
     sdk: Any
     key: tuple
     home: str
     root: privilege.RootAccess  # how its runs get root (its user is root, or sudo), if at all
     memory_mb: int | None = None  # the sandbox's own memory
-    client_index: int = 0  # which of the provider's SDK clients it was made with
+    client_index: int | None = None  # which of the provider's SDK clients it uses, if any
     last_used: float = field(default_factory=time.monotonic)
     runs: int = 0
     judge_digest: str | None = None  # which judge files are in its judge directory
     confinement: dict | None = None  # what its first run could apply (see in_sandbox)
+    ends_at: float | None = None  # (monotonic) where the provider ends it at a set time
 
     @property
     def as_root(self) -> bool:
