@@ -15,6 +15,7 @@ Example:
 from __future__ import annotations
 
 import builtins
+import re
 import sys
 
 from deepgym_ray import contract
@@ -175,6 +176,8 @@ def _is_infrastructure(exc: BaseException, depth: int) -> bool:
         return True
     if _is_transport_error(exc):
         return True
+    if type(exc).__name__ in _SDK_INFRASTRUCTURE.get(type(exc).__module__, ()):
+        return True
     status = _sdk_http_status(exc)
     if status is not None:
         return status >= 500 or status in INFRASTRUCTURE_HTTP_STATUSES
@@ -186,16 +189,25 @@ def _is_infrastructure(exc: BaseException, depth: int) -> bool:
     return False
 
 
+# SDK errors that carry no HTTP status but are ours for certain, by module and exact class
+# name (E2B's subclasses of TimeoutException say a sandbox is gone, which is not certain).
+_SDK_INFRASTRUCTURE = {"e2b.exceptions": ("AuthenticationException", "TimeoutException")}
+
 # Provider SDKs whose errors carry the HTTP status as ``status_code`` (checked by module name,
 # so nothing is imported to check).
-_SDK_MODULE_PREFIXES = ("daytona",)
+_SDK_MODULE_PREFIXES = ("daytona", "e2b")
+_STATUS_PREFIX = re.compile(r"^([1-5]\d\d): ")
 
 
 def _sdk_http_status(exc: BaseException) -> int | None:
     if not type(exc).__module__.startswith(_SDK_MODULE_PREFIXES):
         return None
     status = getattr(exc, "status_code", None)
-    return status if isinstance(status, int) and not isinstance(status, bool) else None
+    if isinstance(status, int) and not isinstance(status, bool):
+        return status
+    # E2B's daemon errors carry it only in their message: "500: ..."
+    found = _STATUS_PREFIX.match(str(exc))
+    return int(found.group(1)) if found else None
 
 
 def error_type_for(exc: BaseException) -> str:

@@ -39,32 +39,38 @@ PROVIDERS = {
     "local": "deepgym_ray.sandboxes.local:LocalProvider",
     "docker": "deepgym_ray.sandboxes.docker:DockerProvider",
     "daytona": "deepgym_ray.sandboxes.daytona:DaytonaProvider",
+    "e2b": "deepgym_ray.sandboxes.e2b:E2BProvider",
 }
-_warned_missing_sdk = False
+#: ``mode='auto'``'s order: the first cloud whose key is set (and whose SDK is installed:
+#: else a warning, and the next), else the local sandbox. (mode, key variable, SDK module).
+AUTO_ORDER = (("daytona", "DAYTONA_API_KEY", "daytona"), ("e2b", "E2B_API_KEY", "e2b"))
+_warned_missing_sdk: set[str] = set()
 
 
 def resolve_mode(mode: str) -> str:
-    """The concrete provider ``mode`` stands for ('auto': Daytona when configured, else local)."""
-    global _warned_missing_sdk
+    """The concrete provider ``mode`` stands for. 'auto': Daytona when ``DAYTONA_API_KEY`` is
+    set, else E2B when ``E2B_API_KEY`` is, else local (a cloud whose SDK is not installed is
+    passed over with a warning)."""
     if mode not in MODES:
         raise ValueError(f"unknown sandbox mode {mode!r}; choose one of {', '.join(MODES)}")
     if mode != "auto":
         return mode
-    if not os.environ.get("DAYTONA_API_KEY"):
-        return "local"
-    if _daytona_sdk_installed():
-        return "daytona"
-    if not _warned_missing_sdk:
-        _warned_missing_sdk = True
-        logger.warning("DAYTONA_API_KEY is set but the 'daytona' SDK is not installed "
-                       "(pip install 'deepgym_ray[daytona]'); using the local sandbox")
+    for cloud, variable, module in AUTO_ORDER:
+        if not os.environ.get(variable):
+            continue
+        if _sdk_installed(module):
+            return cloud
+        if cloud not in _warned_missing_sdk:
+            _warned_missing_sdk.add(cloud)
+            logger.warning("%s is set but the '%s' SDK is not installed (pip install "
+                           "'deepgym_ray[%s]'); not using %s", variable, module, cloud, cloud)
     return "local"
 
 
-def _daytona_sdk_installed() -> bool:
+def _sdk_installed(module: str) -> bool:
     """Whether the SDK can be imported (found, not imported: importing it costs a second)."""
     try:
-        return importlib.util.find_spec("daytona") is not None
+        return importlib.util.find_spec(module) is not None
     except (ImportError, ValueError):  # a module set to None in sys.modules: not installed
         return False
 
@@ -135,5 +141,6 @@ def _check_options(mode: str, cls: type, options: dict[str, Any]) -> None:
 
 
 def make_provider(mode: str = "auto", **options: Any) -> SandboxProvider:
-    """A new provider for ``mode`` ('local', 'docker', 'daytona' or 'auto') with ``options``."""
+    """A new provider for ``mode`` ('local', 'docker', 'daytona', 'e2b' or 'auto') with
+    ``options``."""
     return provider_class(mode)(**options)

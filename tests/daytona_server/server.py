@@ -123,6 +123,10 @@ class DaytonaTestServer:
     def url(self) -> str:
         return f"http://{self.host}:{self.port}/api"
 
+    def provider_options(self) -> dict[str, str]:
+        """The provider's options that point it here."""
+        return {"api_key": self.api_key, "api_url": self.url}
+
     def start(self) -> DaytonaTestServer:
         self._thread = threading.Thread(target=self.httpd.serve_forever, daemon=True,
                                         name="daytona-test-server")

@@ -35,6 +35,7 @@ class E2BBox:
             self.id, memory_gib=1, disk_gib=2, network=allow_internet, disk_dir=root /
             f"{self.id}.disk", user=self.user).start()
         self.procs: dict[int, subprocess.Popen] = {}  # by the pid the SDK was told
+        self.killed = False  # then every open stream of it breaks, as a VM's connections do
 
     def home(self, username: str | None) -> str:
         return "/root" if username == "root" else self.user.home
@@ -56,6 +57,7 @@ class E2BBox:
             stderr=subprocess.PIPE, start_new_session=True)
 
     def kill(self) -> None:
+        self.killed = True
         for proc in list(self.procs.values()):
             try:
                 os.killpg(proc.pid, signal.SIGKILL)

@@ -185,28 +185,40 @@ class EnvdApp:
             await send({"type": "lifespan.shutdown.complete"})
             return
         path = scope["path"]
-        if path.startswith("/process.Process/"):
-            rule = self.server.faults.pick("process")
-            if rule is not None and rule.action == "status":
-                return await _reply(send, rule.status, {"code": rule.status,
-                                                        "message": f"injected {rule.status}"})
-            return await self.process(scope, receive, send)
         headers = {k.decode().lower(): v.decode() for k, v in scope["headers"]}
+        sid = headers.get("e2b-sandbox-id")
+        box, why = self.server.envd_box(sid, headers.get("x-access-token"))
+        if box is None and why == "gone":  # the edge proxy answers for a sandbox gone
+            return await _reply(send, 502, {"sandboxId": sid, "code": 502,
+                                            "message": f"The sandbox {sid} was not found"})
+        call = "process" if path == "/process.Process/Start" else \
+            "files" if path == "/files" else None
+        rule = self.server.faults.pick(call) if call else None
+        if rule is not None and call == "files" and rule.action != "drop":
+            body = await _read_body(receive)  # a server answers once it has the request
+            receive = _replay(body)
+        if rule is not None and rule.action == "status":
+            return await _reply(send, rule.status, {"code": rule.status,
+                                                    "message": f"injected {rule.status}"})
+        if rule is not None and rule.action == "hang":
+            await asyncio.get_running_loop().run_in_executor(None, self.server.faults.release.wait)
+            return await _reply(send, 503, {"code": 503, "message": "released"})
+        if rule is not None and call == "process":  # drop, or vanish: mid-command
+            send = _breaking(send, lambda: rule.action == "vanish" and self.server.kill(sid))
+        elif rule is not None:  # drop: the connection breaks before the answer
+            send = _breaking(send, lambda: None, after=0)
+        if path.startswith("/process.Process/"):
+            if box is not None:  # a sandbox killed mid-command: its stream breaks
+                send = _breaking(send, lambda: None, when=lambda: box.killed)
+            return await self.process(scope, receive, send)
         if path not in ("/files", "/health"):
             return await _reply(send, 404, {"code": 404, "message": f"no route {path}"})
-        box, why = self.server.envd_box(headers.get("e2b-sandbox-id"),
-                                        headers.get("x-access-token"))
-        if box is None or path == "/health":  # a gone sandbox: its edge proxy answers 502
-            status = 204 if box is not None else 502 if why == "gone" else 401
+        if box is None or path == "/health":
+            status = 204 if box is not None else 401
             return await _reply(send, status, None if box else {"code": status,
                                                                  "message": why})
         query = {k: v[0] for k, v in parse_qs(scope["query_string"].decode()).items()}
-        body = b""
-        while True:
-            message = await receive()
-            body += message.get("body", b"")
-            if not message.get("more_body"):
-                break
+        body = await _read_body(receive)
         user = query.get("username") or _username(headers)
         if scope["method"] == "GET":
             status, payload = await asyncio.get_running_loop().run_in_executor(
@@ -216,6 +228,49 @@ class EnvdApp:
         status, payload = await asyncio.get_running_loop().run_in_executor(
             None, self.server.write_files, box, files, user)
         return await _reply(send, status, payload)
+
+
+async def _read_body(receive: Any) -> bytes:
+    body = b""
+    while True:
+        message = await receive()
+        body += message.get("body", b"")
+        if not message.get("more_body"):
+            return body
+
+
+def _replay(body: bytes) -> Any:
+    """A ``receive`` that gives ``body`` (already read) again."""
+    async def receive() -> dict:
+        return {"type": "http.request", "body": body, "more_body": False}
+    return receive
+
+
+class DroppedConnection(Exception):
+    """Raised into the server to break a call's connection (uvicorn closes it)."""
+
+
+def _breaking(send: Any, before_break: Any, after: int = 1, when: Any = None) -> Any:
+    """``send`` that breaks the connection once ``after`` body messages went out (a command's
+    stream after its start event; a file call before its answer), or, with ``when``, at the
+    first body message once ``when()`` is true; ``before_break()`` first: the client sees the
+    connection drop mid-call, as when a proxy or a sandbox goes away."""
+    sent = 0
+
+    async def wrapped(message: dict) -> None:
+        nonlocal sent
+        due = when() if when is not None else sent >= after
+        if message["type"] == "http.response.body" and due:
+            before_break()
+            raise DroppedConnection("injected: the connection drops")
+        if message["type"] == "http.response.body":
+            sent += 1
+        await send(message)
+        if message["type"] == "http.response.start" and after == 0 and when is None:
+            before_break()
+            raise DroppedConnection("injected: the connection drops")
+
+    return wrapped
 
 
 async def _reply(send: Any, status: int, payload: Any, raw: bool = False) -> None:

@@ -9,8 +9,9 @@ server makes them (its own namespaces, memory and disk; no network unless intern
 allowed) whose user is ``user`` with passwordless sudo, as in E2B's base template; a call may
 act as ``root``. A sandbox lives for the ``timeout`` it was made with (extended by
 ``/timeout``): then it is killed and gone, and the daemon answers for it no more. Faults, by
-call name (``create``, ``get``, ``kill``, ``timeout``, ``process``, ``files``), as the Daytona
-server's: an HTTP status, a hung call, a dropped connection.
+call name (``create``, ``list``, ``get``, ``kill``, ``timeout``; the daemon's ``process``, a
+command's start, and ``files``), as the Daytona server's: an HTTP status, a hung call, a
+dropped connection (a command's after it started), a sandbox that vanishes mid-command.
 
 Example:
     server = E2BTestServer().start()
@@ -38,7 +39,8 @@ from e2b.api.client.models import NewSandboxV2, Sandbox
 from .box import ENVD_VERSION, E2BBox
 from .envd import EnvdApp
 
-_ROUTES = [("POST", r"/v2/sandboxes", "create"), ("GET", r"/sandboxes/(?P<sid>[^/]+)", "get"),
+_ROUTES = [("POST", r"/v2/sandboxes", "create"), ("GET", r"/v2/sandboxes", "list"),
+           ("GET", r"/sandboxes/(?P<sid>[^/]+)", "get"),
            ("DELETE", r"/sandboxes/(?P<sid>[^/]+)", "kill"),
            ("POST", r"/sandboxes/(?P<sid>[^/]+)/timeout", "timeout")]
 _COMPILED = [(m, re.compile(p + r"/?$"), name) for m, p, name in _ROUTES]
@@ -68,6 +70,11 @@ class E2BTestServer:
     @property
     def sandbox_url(self) -> str:
         return f"http://{self.host}:{self.envd_port}"
+
+    def provider_options(self) -> dict[str, str]:
+        """The provider's options that point it here."""
+        return {"api_key": self.api_key, "api_url": self.api_url,
+                "sandbox_url": self.sandbox_url}
 
     def environ(self) -> dict[str, str]:
         return {"E2B_API_KEY": self.api_key, "E2B_API_URL": self.api_url,
@@ -136,14 +143,17 @@ class E2BTestServer:
             timeout = request.timeout if isinstance(request.timeout, int) else 300
             allow = request.allow_internet_access
             box = E2BBox(request.template_id, timeout,
-                         dict(getattr(request.metadata, "additional_properties", {}) or {}),
-                         dict(getattr(request.env_vars, "additional_properties", {}) or {}),
+                         _as_dict(request.metadata), _as_dict(request.env_vars),
                          allow if isinstance(allow, bool) else True, self.root)
             with self.lock:
                 self.boxes[box.id] = box
             return 201, Sandbox(template_id=box.template, sandbox_id=box.id, client_id="local",
                                 envd_version=ENVD_VERSION,
                                 envd_access_token=box.access_token).to_dict()
+        if call == "list":  # one page, every sandbox: what the provider's key check reads
+            with self.lock:
+                return 200, [{k: v for k, v in box.detail().items()
+                              if k != "allowInternetAccess"} for box in self.boxes.values()]
         with self.lock:
             box = self.boxes.get(params["sid"])
         if box is None:
@@ -203,6 +213,13 @@ class E2BTestServer:
         if proc.returncode != 0:
             return 404, {"code": 404, "message": err.decode("utf-8", "replace").strip()}
         return 200, out
+
+
+def _as_dict(value: object) -> dict:
+    """A request's map (a dict, or a model's ``additional_properties``; unset: empty)."""
+    if isinstance(value, dict):
+        return dict(value)
+    return dict(getattr(value, "additional_properties", None) or {})
 
 
 class _Handler(BaseHTTPRequestHandler):

@@ -12,7 +12,7 @@ names say what they help with, so none can shadow a package of the same name (``
 - ``local_sandbox``: a local provider that records its runs, and what they left on the host
 - ``cancel``: runs that take minutes, and the search for what of a map still runs
 - ``docker_engine``: docker-mode clients on the locally built image, and why to skip
-- ``daytona_setup``: an environment and the provider's options for the local Daytona server
+- ``remote_setup``: an environment and the provider's options for the local Daytona and E2B servers
 - ``judge_probe``: an environment holding a secret, processes by marker, a forged write-back
 - ``wrong_solutions``: a subtly wrong answer to every built-in environment (test data)
 """

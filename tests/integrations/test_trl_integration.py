@@ -244,7 +244,8 @@ def test_component_from_a_real_verifier(ray_local):
 @pytest.fixture
 def fresh_auto(monkeypatch):
     """Auto mode as a new process sees it (the missing-SDK warning not given yet)."""
-    monkeypatch.setattr(sandboxes, "_warned_missing_sdk", False)
+    monkeypatch.setattr(sandboxes, "_warned_missing_sdk", set())
+    monkeypatch.delenv("E2B_API_KEY", raising=False)
     return monkeypatch
 
 

@@ -40,7 +40,7 @@ def _provider_battery(case):
         if case.server is not None:  # a local server speaking the provider's API
             server = request.getfixturevalue(case.server)
             live = dataclasses.replace(case, options={
-                **case.options, "api_key": server.api_key, "api_url": server.url})
+                **case.options, **server.provider_options()})
         reason = live.unavailable()
         if reason is not None:
             pytest.skip(f"provider unavailable: {reason}")

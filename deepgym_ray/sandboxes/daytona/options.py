@@ -10,18 +10,17 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from deepgym_ray.exceptions import ProviderHTTPError, SandboxError
 from deepgym_ray.sandboxes.daytona.calls import bounded
+from deepgym_ray.sandboxes.remote.options import RemoteOptions
 
 _INSTALL_HINT = "pip install 'deepgym_ray[daytona]'"
 
 
-class DaytonaOptions(BaseModel):
+class DaytonaOptions(RemoteOptions):
     """The provider's settings; unset connection fields come from the DAYTONA_* variables."""
-
-    model_config = ConfigDict(extra="forbid")
 
     api_key: str | None = None
     api_url: str | None = None
@@ -33,23 +32,8 @@ class DaytonaOptions(BaseModel):
     disk: int | None = Field(default=None, ge=1, description="GiB")
     auto_stop_minutes: int = Field(default=15, ge=1)
     auto_delete_minutes: int = Field(default=30, ge=0)
-    call_timeout: float = Field(default=60.0, gt=0)
-    create_timeout: float = Field(default=180.0, gt=0)
-    throttle_wait: float = Field(default=180.0, ge=0, description="how long, in all, a create "
-                                 "that Daytona throttles (HTTP 429, a full quota) waits and "
-                                 "tries again before its run gets no verdict")
-    reuse: bool = True
-    state_check_after: float = Field(default=60.0, ge=0, description="a sandbox idle this "
-                                     "long is checked (one API call) before it is reused: one "
-                                     "stopped meanwhile is deleted, not handed a run")
-    solution_memory_mb: int = Field(default=1024, ge=64, description="per solution process, "
-                                    "and for all of a run's (at most the sandbox's memory "
-                                    "less the judge's share)")
-    max_processes: int = Field(default=64, ge=4)
     sandboxes_per_client: int = Field(default=16, ge=1, description="sandboxes sharing one "
                                       "SDK client (and its HTTP connection pools)")
-    disk_mb: int = Field(default=256, ge=16, description="a run's tmpfs work area: space")
-    max_files: int = Field(default=20000, ge=100, description="a run's tmpfs work area: inodes")
 
     def resolved(self) -> DaytonaOptions:
         env = os.environ

@@ -42,7 +42,7 @@ class Remote:
 
     @property
     def id(self) -> str:
-        return str(self.sdk.id)
+        return str(getattr(self.sdk, "sandbox_id", None) or self.sdk.id)  # E2B's, Daytona's
 
 
 @dataclass

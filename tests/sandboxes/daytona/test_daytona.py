@@ -7,7 +7,7 @@ import logging
 import sys
 
 import pytest
-from helpers.daytona_setup import ENV, WRONG, options
+from helpers.remote_setup import ENV, WRONG, options
 from helpers.wrong_solutions import SUBTLY_WRONG
 
 from deepgym_ray import sandboxes
@@ -65,7 +65,8 @@ def _map_one(client, answer, env=ENV, retries=0):
 
 @pytest.fixture
 def fresh_auto(monkeypatch):
-    monkeypatch.setattr(sandboxes, "_warned_missing_sdk", False)
+    monkeypatch.setattr(sandboxes, "_warned_missing_sdk", set())
+    monkeypatch.delenv("E2B_API_KEY", raising=False)
     return monkeypatch
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 import uuid
 
 import pytest
-from helpers.daytona_setup import ENV, options
+from helpers.remote_setup import ENV, options
 
 from deepgym_ray.client import DeepGym
 from deepgym_ray.config import DeepGymConfig, PoolConfig

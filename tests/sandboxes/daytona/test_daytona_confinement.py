@@ -13,7 +13,7 @@ import queue
 from pathlib import Path
 
 import pytest
-from helpers.daytona_setup import ENV, WRONG, options
+from helpers.remote_setup import ENV, WRONG, options
 
 from deepgym_ray.client import DeepGym
 from deepgym_ray.exceptions import SandboxError

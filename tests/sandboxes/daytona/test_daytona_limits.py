@@ -11,7 +11,7 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
-from helpers.daytona_setup import ENV, options
+from helpers.remote_setup import ENV, options
 
 from deepgym_ray.client import DeepGym
 from deepgym_ray.exceptions import ProviderHTTPError

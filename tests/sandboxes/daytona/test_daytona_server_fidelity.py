@@ -85,7 +85,7 @@ def test_stopping_the_server_removes_every_cgroup_its_sandboxes_made():
     from pathlib import Path
 
     from daytona_server import DaytonaTestServer
-    from helpers.daytona_setup import ENV, options
+    from helpers.remote_setup import ENV, options
 
     from deepgym_ray.client import DeepGym
 
@@ -172,7 +172,7 @@ def test_a_stop_ends_the_processes_and_keeps_the_files_and_idle_ones_stop_then_g
 
 
 def test_the_provider_never_hands_a_run_a_sandbox_stopped_while_it_was_idle(fast_server):
-    from helpers.daytona_setup import ENV, options
+    from helpers.remote_setup import ENV, options
 
     from deepgym_ray.client import DeepGym
 

@@ -7,8 +7,8 @@ sandbox of an episode is deleted when the episode ends, never reused."""
 from __future__ import annotations
 
 import pytest
-from helpers.daytona_setup import options
 from helpers.episodes import RIGHT, answer_env
+from helpers.remote_setup import options
 
 from deepgym_ray.client import DeepGym
 from deepgym_ray.envs import multi_turn_names

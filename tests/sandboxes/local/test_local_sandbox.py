@@ -80,6 +80,7 @@ def test_without_bubblewrap_it_still_judges_and_warns(caplog):
 
 def test_make_provider_modes(monkeypatch, caplog):
     monkeypatch.delenv("DAYTONA_API_KEY", raising=False)
+    monkeypatch.delenv("E2B_API_KEY", raising=False)
     assert resolve_mode("auto") == "local"
     assert make_provider("local").name == "local"
     with pytest.raises(ValueError, match="unknown sandbox mode"):

@@ -1,5 +1,5 @@
-"""What the Daytona tests share: an environment, a wrong answer, the provider's options for a
-local test server (tests/daytona_server).
+"""What the remote providers' tests share: an environment, a wrong answer, the provider's
+options for a local test server (tests/daytona_server, tests/e2b_server).
 
 Example:
     DaytonaProvider(**options(daytona_server, disk_mb=64))
@@ -15,4 +15,4 @@ WRONG = "def coin_change(coins, amount):\n    raise ValueError(\"no idea\")\n"
 
 def options(server, **extra):
     """The provider's options for ``server``, with ``extra``."""
-    return {"api_key": server.api_key, "api_url": server.url, **extra}
+    return {**server.provider_options(), **extra}

@@ -1,0 +1,35 @@
+"""The settings every remote provider has (its own add the cloud's: keys, images, lifetimes).
+
+Example:
+    >>> RemoteOptions(disk_mb=64).disk_mb
+    64
+"""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field
+
+__all__ = ["RemoteOptions"]
+
+
+class RemoteOptions(BaseModel):
+    """How a remote provider bounds its calls, reuses its sandboxes and bounds each run."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    call_timeout: float = Field(default=60.0, gt=0)
+    create_timeout: float = Field(default=180.0, gt=0)
+    throttle_wait: float = Field(default=180.0, ge=0, description="how long, in all, a create "
+                                 "that the cloud throttles (HTTP 429, a full quota) waits and "
+                                 "tries again before its run gets no verdict")
+    reuse: bool = True
+    state_check_after: float = Field(default=60.0, ge=0, description="a sandbox idle this "
+                                     "long is checked (one API call) before it is reused: one "
+                                     "stopped meanwhile is deleted, not handed a run")
+    solution_memory_mb: int = Field(default=1024, ge=64, description="per solution process, "
+                                    "and for all of a run's (at most the sandbox's memory "
+                                    "less the judge's share)")
+    max_processes: int = Field(default=64, ge=4)
+    disk_mb: int = Field(default=256, ge=16, description="a run's tmpfs work area: space")
+    max_files: int = Field(default=20000, ge=100, description="a run's tmpfs work area: inodes")
+
