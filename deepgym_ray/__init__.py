@@ -53,6 +53,7 @@ _EXPORTS: dict[str, str] = {
     "SandboxProvider": "deepgym_ray.sandboxes",
     "LocalProvider": "deepgym_ray.sandboxes.local",
     "DaytonaProvider": "deepgym_ray.sandboxes.daytona",
+    "E2BProvider": "deepgym_ray.sandboxes.e2b",
     # the Ray pool and reward functions
     "VerifierPool": "deepgym_ray.pool",
     "VerifierActor": "deepgym_ray.pool.actor",
@@ -169,6 +170,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from deepgym_ray.reward.mixed_config import MixedConfig, load_mixed_config
     from deepgym_ray.sandboxes import SandboxProvider, make_provider
     from deepgym_ray.sandboxes.daytona import DaytonaProvider
+    from deepgym_ray.sandboxes.e2b import E2BProvider
     from deepgym_ray.sandboxes.local import LocalProvider
     from deepgym_ray.scoring import Scorer
     from deepgym_ray.sessions import (

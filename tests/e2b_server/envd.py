@@ -17,6 +17,7 @@ import base64
 import json
 import os
 import signal
+from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs
 
@@ -177,8 +178,12 @@ class EnvdApp:
     def __init__(self, server: E2BTestServer) -> None:
         self.server = server
         self.process = ProcessASGIApplication(ProcessService(server))
+        self._threads_set = False
 
     async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
+        if not self._threads_set:  # each command holds three of the loop's threads till it ends
+            self._threads_set = True
+            asyncio.get_running_loop().set_default_executor(ThreadPoolExecutor(512))
         if scope["type"] == "lifespan":
             while (await receive())["type"] != "lifespan.shutdown":
                 await send({"type": "lifespan.startup.complete"})

@@ -1,8 +1,9 @@
-"""Agent episodes on Daytona: the real ``daytona`` SDK against the local test server, whose
-sandboxes' user is ``daytona`` with passwordless sudo (Daytona's default image). The agent's
-work lasts from one step to the next (the session's work area, kept by the in-sandbox
-program), nothing it starts outlives its step, it cannot reach the verifier's files, and the
-sandbox of an episode is deleted when the episode ends, never reused."""
+"""Agent episodes on the remote providers, each through its real SDK against its local test
+server: Daytona's, whose sandboxes' user is ``daytona`` with passwordless sudo (Daytona's
+default image), and E2B's. The agent's work lasts from one step to the next (the session's
+work area, kept by the in-sandbox program), nothing it starts outlives its step, it cannot
+reach the verifier's files, and the sandbox of an episode is deleted when the episode ends,
+never reused."""
 
 from __future__ import annotations
 
@@ -15,17 +16,19 @@ from deepgym_ray.envs import multi_turn_names
 from deepgym_ray.sessions import Action
 from deepgym_ray.suites import load_environment
 
-pytest.importorskip("daytona")
 pytestmark = pytest.mark.slow
+SERVERS = {"daytona": "daytona_sudo_server", "e2b": "e2b_server"}
 
 
 def bash(command: str) -> Action:
     return Action(action_type="bash", content=command)
 
 
-@pytest.fixture(scope="module")
-def client(daytona_sudo_server):
-    made = DeepGym(mode="daytona", backend="threads", **options(daytona_sudo_server))
+@pytest.fixture(scope="module", params=sorted(SERVERS))
+def client(request):
+    pytest.importorskip(request.param)
+    server = request.getfixturevalue(SERVERS[request.param])
+    made = DeepGym(mode=request.param, backend="threads", **options(server))
     yield made
     made.close()
 
