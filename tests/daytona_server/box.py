@@ -18,12 +18,16 @@ import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path, PurePosixPath
+from typing import TYPE_CHECKING
 
 from daytona_api_client import CreateSandbox, SandboxState
 
 from . import container
 from .daemon import InnerDaemon
 from .users import SandboxUser
+
+if TYPE_CHECKING:
+    from .sessions import Session
 
 
 class HttpError(Exception):
@@ -56,7 +60,7 @@ class Box:
         self.state = SandboxState.STARTED
         self.auto_stop = request.auto_stop_interval
         self.auto_delete = request.auto_delete_interval
-        self.sessions: set[str] = set()
+        self.sessions: dict[str, Session] = {}  # each a long-lived shell (see sessions)
         self.uploaded: list[tuple[str, bytes]] = []  # since the last command (for replay)
         self.procs: set[subprocess.Popen] = set()
         self.created = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
@@ -121,6 +125,9 @@ class Box:
         if self.daemon is not None:
             self.daemon.close()
             self.daemon = None
+        for session in list(self.sessions.values()):
+            session.close()
+        self.sessions.clear()
         if self.container is not None and keep_files:
             self.container.kill_processes()
         elif self.container is not None:

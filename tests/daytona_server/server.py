@@ -11,9 +11,10 @@ that user, which has the real ``sudo`` as ``sudo`` says (``"nopasswd"``, ``"pass
 ``users``). Otherwise (or with ``contain=False``) a sandbox is a home directory here (mode
 0711, so a solution's uid can reach its own directory inside). Either way commands run in
 their own process group (as this process's user, but for a container's own user), killed when
-the sandbox is stopped or deleted: a session's with ``bash -c``; ``process.exec``'s as the
-service runs them, written to the first of zsh, bash and sh on its stdin, a timeout killing the
-group and answering HTTP 408. Uploads answer per file (``uploads``); creation is throttled as
+the sandbox is stopped or deleted: a session's in the session's long-lived shell, through the
+daemon's log files with their framing (``sessions``); ``process.exec``'s as the service runs
+them, written to the first of zsh, bash and sh on its stdin, a timeout killing the group and
+answering HTTP 408. Uploads answer per file (``uploads``); creation is throttled as
 configured (``limits``). Faults are injected on demand
 (see ``faults``). Every response goes out in one write: headers and body in two sends cost a
 delayed-ACK stall (~40 ms) per call.
@@ -53,6 +54,7 @@ from .faults import Faults, hold_or_drop
 from .lifecycle import Lifecycle, stop_box
 from .limits import Limits
 from .replay import Replays
+from .sessions import Session as ShellSession
 from .uploads import bulk_upload
 from .users import SandboxUser, sudo_missing
 
@@ -73,6 +75,8 @@ _ROUTES = [
     ("GET", r"/toolbox/(?P<sid>[^/]+)/process/session/(?P<ses>[^/]+)", "session_get"),
     ("DELETE", r"/toolbox/(?P<sid>[^/]+)/process/session/(?P<ses>[^/]+)", "session_delete"),
     ("POST", r"/toolbox/(?P<sid>[^/]+)/process/session/(?P<ses>[^/]+)/exec", "session_exec"),
+    ("GET", r"/toolbox/(?P<sid>[^/]+)/process/session/(?P<ses>[^/]+)/command/(?P<cmd>[^/]+)/logs",
+     "session_logs"),
 ]
 _COMPILED = [(m, re.compile(p + r"/?$"), name) for m, p, name in _ROUTES]
 OUTPUT_LIMIT = 32 << 20
@@ -205,38 +209,36 @@ class DaytonaTestServer:
             handler = type("InnerHandler", (_Handler,), {"server_ref": self, "inner": box.id})
             box.daemon = InnerDaemon(handler, box.container.pid)
 
+    @staticmethod
+    def environ(box: Box) -> dict[str, str]:
+        """The environment commands start with in ``box``."""
+        return {"PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8", "HOME": box.home}
+
     def run(self, box: Box, command: str, cwd: str | None, env: dict | None,
-            timeout: float | None, vanish: bool = False,
-            piped: bool = False) -> tuple[int | None, bytes, bytes]:
-        """Run ``command`` in ``box``: with ``bash -c`` (a session's command), or, ``piped``, as
-        ``process.exec`` runs it: written to the first of zsh, bash and sh on its stdin, a
-        timeout answered HTTP 408."""
+            timeout: float | None, vanish: bool = False) -> tuple[int | None, bytes, bytes]:
+        """Run ``command`` in ``box`` as ``process.exec`` runs it: written to the first of
+        zsh, bash and sh on its stdin, a timeout killing its group, answered HTTP 408."""
         if box.state != SandboxState.STARTED:
             raise HttpError(409, f"Sandbox {box.id} is not started (state {box.state.value})")
         workdir = str(PurePosixPath(box.home) / (cwd or ""))
-        environ = {"PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8",
-                   "HOME": box.home, **(env or {})}
-        argv = ["bash", "-c", command]
-        stdin, piped_input = subprocess.DEVNULL, None
-        if piped:
-            shell = next(s for s in ("/usr/bin/zsh", "/bin/zsh", "/usr/bin/bash", "/bin/bash",
-                                     "/bin/sh") if box.path(s).exists())
-            piped_input = command.encode()
-            argv, command, stdin = [shell], f"exec {shell}", subprocess.PIPE
+        environ = {**self.environ(box), **(env or {})}
+        shell = next(s for s in ("/usr/bin/zsh", "/bin/zsh", "/usr/bin/bash", "/bin/bash",
+                                 "/bin/sh") if box.path(s).exists())
+        argv = [shell]
         if box.container is not None:
-            argv, workdir = box.container.argv(command, workdir), "/"
+            argv, workdir = box.container.argv(f"exec {shell}", workdir), "/"
         elif box.request.network_block_all and os.geteuid() == 0:
             # As Daytona does for such a sandbox: no network at all (a loopback of its own).
             argv = ["unshare", "--net", *argv]
         proc = subprocess.Popen(argv, cwd=workdir, env=environ,
-                                stdin=stdin, stdout=subprocess.PIPE,
+                                stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                 stderr=subprocess.PIPE, start_new_session=True)
         box.procs.add(proc)
         if vanish:  # the sandbox disappears while the command runs
             self.vanish(box.id)
         timed_out = False
         try:
-            out, err = proc.communicate(piped_input, timeout=timeout)
+            out, err = proc.communicate(command.encode(), timeout=timeout)
         except subprocess.TimeoutExpired:
             os.killpg(proc.pid, signal.SIGKILL)
             out, err = proc.communicate()
@@ -246,7 +248,7 @@ class DaytonaTestServer:
             box.touch()  # a command's end is activity too: its idle time starts now
         if box.state == SandboxState.DESTROYED:
             raise HttpError(404, f"Sandbox with ID or name {box.id} not found")
-        if timed_out and piped:
+        if timed_out:
             raise HttpError(408, "command execution timeout")
         return proc.returncode, out[:OUTPUT_LIMIT], err[:OUTPUT_LIMIT]
 
@@ -287,33 +289,45 @@ class DaytonaTestServer:
         if call == "execute":
             req = ExecuteRequest.from_json(body.decode())
             code, out, err = self.run(box, req.command, req.cwd, req.envs, req.timeout or 10,
-                                      params.get("vanish", False), piped=True)
+                                      params.get("vanish", False))
             return 200, ExecuteResponse(exit_code=code if code is not None else -1,
                                         result=(out + err).decode("utf-8", "replace")).to_dict()
         if call == "session":
-            box.sessions.add(CreateSessionRequest.from_json(body.decode()).session_id)
+            session_id = CreateSessionRequest.from_json(body.decode()).session_id
+            if session_id in box.sessions:
+                raise HttpError(409, "session already exists")
+            box.sessions[session_id] = ShellSession.start(box, session_id, self.environ(box))
             return 201, None
-        if params.get("ses") not in box.sessions:
-            raise HttpError(404, f"session {params.get('ses')} not found")
+        session = box.sessions.get(params.get("ses"))
+        if session is None:
+            raise HttpError(404, "session not found")
         if call == "session_get":
             return 200, Session(session_id=params["ses"], commands=[]).to_dict()
         if call == "session_delete":
-            box.sessions.discard(params["ses"])
+            box.sessions.pop(params["ses"]).close()
             return 204, None
+        if call == "session_logs":
+            out, err = session.read_log(params["cmd"])
+            return 200, {"output": (out + err).decode("utf-8", "replace"),
+                         "stdout": out.decode("utf-8", "replace"),
+                         "stderr": err.decode("utf-8", "replace")}
         req = SessionExecuteRequest.from_json(body.decode())
         uploaded, box.uploaded = box.uploaded, []
         key = self.replays.key(uploaded) if self.replay else None
         replayed = self.replays.answer(key)
+        cmd_id = uuid.uuid4().hex
         if replayed is not None:
             code, out, err = replayed
             box.write([(p, c) for p, c in uploaded if "/judge/" in p])
         else:
             box.write(uploaded)
-            code, out, err = self.run(box, req.command, None, None, None,
-                                      params.get("vanish", False))
+            vanish = (lambda: self.vanish(box.id)) if params.get("vanish") else None
+            cmd_id, code, out, err = session.execute(req.command, written=vanish)
+            if params.get("early"):  # read before the log's readers wrote its last line
+                err = err[:err.rstrip(b"\n").rfind(b"\n") + 1]
             self.replays.remember(key, code, out, err)
         return 200, SessionExecuteResponse(
-            cmd_id=uuid.uuid4().hex, output=(out + err).decode("utf-8", "replace"),
+            cmd_id=cmd_id, output=(out + err).decode("utf-8", "replace"),
             stdout=out.decode("utf-8", "replace"), stderr=err.decode("utf-8", "replace"),
             exit_code=code).to_dict()
 
@@ -374,8 +388,8 @@ class _Handler(BaseHTTPRequestHandler):
                                              "message": f"injected {rule.status}"})
         if hold_or_drop(rule, server.faults, self):
             return None
-        if rule is not None and rule.action == "vanish":
-            params["vanish"] = True
+        if rule is not None and rule.action in ("vanish", "early"):
+            params[rule.action] = True
         return self._handle(server, call, params, body)
 
     def _handle(self, server: DaytonaTestServer, call: str, params: dict, body: bytes) -> None:

@@ -42,6 +42,7 @@ from deepgym_ray.sandboxes.daytona.calls import translate
 from deepgym_ray.sandboxes.daytona.clients import SdkClients
 from deepgym_ray.sandboxes.daytona.options import DaytonaOptions, check_access, load_sdk
 from deepgym_ray.sandboxes.remote import Remote, RemoteProvider, privilege, warn_once
+from deepgym_ray.sandboxes.remote import command as cmd
 
 logger = logging.getLogger(__name__)
 
@@ -178,6 +179,16 @@ class DaytonaProvider(RemoteProvider):
 
     def _execute(self, remote: Remote, command: str, timeout: float) -> tuple[str, str, Any]:
         request = load_sdk().SessionExecuteRequest(command=command)
-        response = remote.sdk.process.execute_session_command(
+        process = remote.sdk.process
+        response = process.execute_session_command(
             SESSION, request, timeout=int(timeout + self.options.call_timeout))
-        return response.stdout or "", response.stderr or "", response.exit_code
+        stdout, stderr = response.stdout or "", response.stderr or ""
+        if cmd.read_report(stderr.encode("utf-8", "surrogateescape")) is None \
+                and response.cmd_id:
+            # The daemon answers as soon as the exit code is written, while the readers that
+            # copy the command's output into its log may still be writing the last lines
+            # (the report is the very last): read the finished log once more.
+            logs = process.get_session_command_logs(
+                SESSION, response.cmd_id, request_timeout=int(self.options.call_timeout))
+            stdout, stderr = logs.stdout or stdout, logs.stderr or stderr
+        return stdout, stderr, response.exit_code

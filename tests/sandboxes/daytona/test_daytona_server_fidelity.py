@@ -192,3 +192,45 @@ def test_the_provider_never_hands_a_run_a_sandbox_stopped_while_it_was_idle(fast
         assert first not in client.provider.live_sandboxes()
     finally:
         client.close()
+
+
+def test_a_session_is_one_long_lived_shell_whose_output_is_framed_by_line(sandbox):
+    """As Daytona's daemon: a session's commands run one after another in one shell (its
+    directory and variables last), their output goes through the log line by line (a last
+    line without its newline gets one), split by stream; a second session of an id is 409."""
+    import daytona
+
+    server, box = sandbox
+    box.process.create_session("s1")
+    run = box.process.execute_session_command
+    first = run("s1", daytona.SessionExecuteRequest(command="cd /tmp; KEPT=yes; echo a; "
+                                                            "printf 'b' >&2; printf c"))
+    assert (first.exit_code, first.stdout, first.stderr) == (0, "a\nc\n", "b\n"), first
+    later = run("s1", daytona.SessionExecuteRequest(command="echo $PWD $KEPT; exit_code() "
+                                                            "{ return 3; }; exit_code"))
+    assert (later.exit_code, later.stdout) == (3, "/tmp yes\n"), later
+    logs = box.process.get_session_command_logs("s1", later.cmd_id)
+    assert logs.stdout == "/tmp yes\n"
+    with pytest.raises(daytona.DaytonaError) as again:
+        box.process.create_session("s1")
+    assert getattr(again.value, "status_code", None) == 409
+
+
+def test_the_provider_reads_the_log_again_when_the_answer_missed_its_last_line(daytona_server):
+    """The daemon answers once the exit code is written; the log's last line (the
+    in-sandbox program's report) may not be in it yet. The provider reads the finished log
+    and judges, rather than throwing the run and its sandbox away."""
+    from helpers.remote_setup import ENV, options
+
+    from deepgym_ray.client import DeepGym
+
+    daytona_server.faults.clear()
+    rule = daytona_server.faults.add("session_exec", "early", times=1)
+    client = DeepGym(mode="daytona", backend="threads", **options(daytona_server))
+    try:
+        assert client.run(ENV, ENV.reference_solution).score == 1.0
+        assert rule.hits == 1
+        assert len(client.provider.live_sandboxes()) == 1  # kept for the next run
+    finally:
+        client.close()
+        daytona_server.faults.clear()
