@@ -235,12 +235,28 @@ def docker_client():
 @pytest.fixture(scope="session")
 def daytona_server():
     """A local server speaking Daytona's API (tests/daytona_server) on 127.0.0.1, for the real
-    ``daytona`` SDK. It has ``url`` (DAYTONA_API_URL), ``api_key`` and ``faults``; build a
-    client with ``DeepGym(mode="daytona", api_url=server.url, api_key=server.api_key)``."""
+    ``daytona`` SDK, its sandboxes as Daytona's default images make them: their user is
+    ``daytona`` (a uid of its own, home /home/daytona) with passwordless real sudo, commands
+    and uploads run as that user (where this machine cannot contain sandboxes or give a user
+    sudo: home directories here, as this user). It has ``provider_options()``, ``api_key``,
+    ``url`` and ``faults``."""
     pytest.importorskip("daytona")
     from daytona_server import DaytonaTestServer
 
     server = DaytonaTestServer().start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture(scope="session")
+def daytona_root_server():
+    """The local Daytona server whose sandboxes' user is root (an image whose user is root)."""
+    pytest.importorskip("daytona")
+    from daytona_server import DaytonaTestServer
+
+    server = DaytonaTestServer(user="root").start()
     try:
         yield server
     finally:
@@ -270,31 +286,12 @@ def e2b_server():
 
 
 @pytest.fixture(scope="session")
-def daytona_sudo_server():
-    """The local Daytona server whose sandboxes' user is ``daytona`` (a uid of its own, home
-    /home/daytona) with passwordless real sudo, as in Daytona's default images; commands and
-    uploads run as that user (see tests/daytona_server/users.py)."""
-    pytest.importorskip("daytona")
-    from daytona_server import DaytonaTestServer
-
-    try:
-        server = DaytonaTestServer(user="daytona", sudo="nopasswd", contain=True).start()
-    except RuntimeError as exc:  # not root, no containers or no sudo here
-        pytest.skip(f"no Daytona test server with a sudo user here: {exc}")
-    try:
-        yield server
-    finally:
-        server.stop()
-
-
-@pytest.fixture(scope="session")
-def daytona_client(daytona_sudo_server):
-    """A client in daytona mode (on threads) on the sudo-user test server, for the tests that
-    run every provider (the agent's sessions)."""
+def daytona_client(daytona_server):
+    """A client in daytona mode (on threads) on the test server, for the tests that run every
+    provider (the agent's sessions)."""
     from deepgym_ray.client import DeepGym
 
-    client = DeepGym(mode="daytona", backend="threads", api_key=daytona_sudo_server.api_key,
-                     api_url=daytona_sudo_server.url)
+    client = DeepGym(mode="daytona", backend="threads", **daytona_server.provider_options())
     yield client
     client.close()
 

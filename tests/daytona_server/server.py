@@ -86,7 +86,8 @@ class DaytonaTestServer:
     """The server. ``start()`` serves on a thread; ``url`` is what DAYTONA_API_URL takes."""
 
     def __init__(self, host: str = "127.0.0.1", port: int = 0, api_key: str = "test-key",
-                 user: str | None = None, replay: bool = False, contain: bool | None = None,
+                 user: str | None = "default", replay: bool = False,
+                 contain: bool | None = None,
                  privileged: bool = True, sudo: str | None = None,
                  limits: Limits | None = None, minute: float = 60.0) -> None:
         self.api_key = api_key
@@ -100,6 +101,9 @@ class DaytonaTestServer:
         # A sandbox user other than root (in a container): commands run as a uid of its own,
         # with the real sudo as ``sudo`` says (see ``users``).
         self.sandbox_user: SandboxUser | None = None
+        if user == "default":  # as Daytona's default images: ``daytona``, passwordless sudo
+            can = self.contain and sudo is None and not sudo_missing()
+            user, sudo = ("daytona", "nopasswd") if can else (None, sudo)
         if user not in (None, "root") and self.contain:
             if sudo is not None and sudo_missing():
                 raise RuntimeError(f"sandbox users cannot have sudo here: {sudo_missing()}")

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import os
 import pwd
+import secrets
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
@@ -45,14 +46,27 @@ def sudo_missing() -> str | None:
 
 
 def _free_uid() -> int:
-    """A uid that no user of this machine has (so nothing of the host runs as it)."""
-    uid = _FIRST_UID
+    """A uid that no user of this machine has and no process runs as, drawn at random (each
+    sandbox user its own: tests look for a user's processes, and servers run side by side,
+    in other test processes too), below the uids the providers give runs (from 2**20)."""
     while True:
+        uid = _FIRST_UID + secrets.randbelow((1 << 20) - _FIRST_UID)
         try:
             pwd.getpwuid(uid)
         except KeyError:
-            return uid
-        uid += 1
+            if not _runs_as(uid):
+                return uid
+
+
+def _runs_as(uid: int) -> bool:
+    for entry in os.listdir("/proc"):
+        try:
+            with open(f"/proc/{entry}/status") as f:
+                if any(line.startswith("Uid:") and str(uid) in line.split() for line in f):
+                    return True
+        except OSError:
+            continue
+    return False
 
 
 @dataclass(frozen=True)

@@ -17,7 +17,7 @@ from deepgym_ray.sessions import Action
 from deepgym_ray.suites import load_environment
 
 pytestmark = pytest.mark.slow
-SERVERS = {"daytona": "daytona_sudo_server", "e2b": "e2b_server"}
+SERVERS = {"daytona": "daytona_server", "e2b": "e2b_server"}
 
 
 def bash(command: str) -> Action:

@@ -145,12 +145,11 @@ def session_pool_local(ray_local):
 
 
 @pytest.fixture(scope="session")
-def session_pool_daytona(ray_local, daytona_sudo_server):
-    """The same on the Daytona test server whose user is ``daytona`` with sudo."""
+def session_pool_daytona(ray_local, daytona_server):
+    """The same on the Daytona test server (its user is ``daytona``, with sudo)."""
     from deepgym_ray.pool import get_pool
 
-    client = _session_pool("daytona", "daytona", api_key=daytona_sudo_server.api_key,
-                           api_url=daytona_sudo_server.url)
+    client = _session_pool("daytona", "daytona", **daytona_server.provider_options())
     yield client
     get_pool(client).shutdown()
     client.close()

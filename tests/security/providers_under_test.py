@@ -8,8 +8,8 @@ check the host after a run. A provider that cannot be built here skips with the 
 Every provider is wrapped in :class:`Recorded`, which delegates everything to it and writes one
 line per sandbox to a ledger file (one JSON object per line, appended atomically, so Ray actor
 processes on this machine can share it): for the local provider the run's uid and its
-directories, for Daytona (whose test server runs its sandboxes on this machine) the run's uid,
-so the host check can look for exactly that run's processes and files.
+directories, for Daytona and E2B (whose test servers run their sandboxes on this machine) the
+run's uid, so the host check can look for exactly that run's processes and files.
 """
 
 from __future__ import annotations
@@ -197,13 +197,14 @@ PROVIDERS = [
     ProviderCase("local", required=True),
     ProviderCase("docker", {"image": os.environ.get("DEEPGYM_DOCKER_IMAGE",
                                                     "deepgym/python:3-bookworm")}),
-    ProviderCase("daytona", server="daytona_server"),
     # Daytona's default: the sandbox's user is not root (``daytona``) and has passwordless
     # sudo, through which each run's program becomes root (a uid of its own, in the server).
-    # The same program and judge as the case above: in CI, the attacks on what differs (who
-    # owns and may read or write what, the uids, root's tools, cleanup); the full battery by
-    # hand (DEEPGYM_FULL_BATTERY=1 ... -k daytona-sudo).
-    ProviderCase("daytona", server="daytona_sudo_server", name="daytona-sudo",
+    ProviderCase("daytona", server="daytona_server"),
+    # A sandbox whose user is root (an image made so): the same program and judge, without
+    # sudo. In CI, the attacks on what differs (who owns and may read or write what, the
+    # uids, root's tools, cleanup); the full battery by hand (DEEPGYM_FULL_BATTERY=1 ...
+    # -k daytona-root).
+    ProviderCase("daytona", server="daytona_root_server", name="daytona-root",
                  attacks=frozenset({
                      "read_verifier_and_tests", "read_proc_of_others", "read_host_env_secrets",
                      "fake_result_line", "guess_token", "rewrite_runner_modules",

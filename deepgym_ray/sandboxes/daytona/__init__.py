@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable
 from typing import Any
 
 from deepgym_ray.exceptions import SandboxError, SandboxEvictedError
@@ -42,7 +43,6 @@ from deepgym_ray.sandboxes.daytona.calls import translate
 from deepgym_ray.sandboxes.daytona.clients import SdkClients
 from deepgym_ray.sandboxes.daytona.options import DaytonaOptions, check_access, load_sdk
 from deepgym_ray.sandboxes.remote import Remote, RemoteProvider, privilege, warn_once
-from deepgym_ray.sandboxes.remote import command as cmd
 
 logger = logging.getLogger(__name__)
 
@@ -177,17 +177,20 @@ class DaytonaProvider(RemoteProvider):
                                     for path, data in files],
                                    timeout=int(self.options.call_timeout))
 
-    def _execute(self, remote: Remote, command: str, timeout: float) -> tuple[str, str, Any]:
+    def _execute(self, remote: Remote, command: str, timeout: float,
+                 complete: Callable[[str, str], bool]) -> tuple[str, str, Any]:
         request = load_sdk().SessionExecuteRequest(command=command)
         process = remote.sdk.process
         response = process.execute_session_command(
             SESSION, request, timeout=int(timeout + self.options.call_timeout))
         stdout, stderr = response.stdout or "", response.stderr or ""
-        if cmd.read_report(stderr.encode("utf-8", "surrogateescape")) is None \
-                and response.cmd_id:
-            # The daemon answers as soon as the exit code is written, while the readers that
-            # copy the command's output into its log may still be writing the last lines
-            # (the report is the very last): read the finished log once more.
+        # The daemon answers as soon as the exit code is written, while the readers that copy
+        # the command's output into its log may still be writing the last lines: read the
+        # log again until all of it is there, a few seconds at most.
+        wait, until = 0.05, time.monotonic() + min(10.0, self.options.call_timeout)
+        while response.cmd_id and not complete(stdout, stderr) and time.monotonic() < until:
+            time.sleep(wait)
+            wait = min(2 * wait, 1.0)
             logs = process.get_session_command_logs(
                 SESSION, response.cmd_id, request_timeout=int(self.options.call_timeout))
             stdout, stderr = logs.stdout or stdout, logs.stderr or stderr

@@ -110,8 +110,8 @@ class _Run:
 
 
 def _remove_then_close(box: WarmContainer) -> str | None:
-    """Remove the container, then close the channel: a run blocked reading it sees it end
-    (a socket closed under a thread waiting on it would leave that thread waiting)."""
+    """Remove the container, then close the channel (shut down, then closed): a run blocked
+    reading it sees it end."""
     why = remove_quietly(box.api, box.id)
     box.close()
     return why

@@ -234,6 +234,14 @@ class WarmContainer:
     def close(self) -> None:
         self.healthy = False
         try:
+            # shutdown first: it wakes a thread waiting on the socket (it reads the end of the
+            # stream), where close alone would leave that thread waiting until its deadline
+            # (stress series 19: the engine had removed the container, and not yet ended
+            # its attach stream, when close ran).
+            self._sock.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+        try:
             self._sock.close()
         except OSError:
             pass

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable
 from typing import Any
 
 from deepgym_ray.exceptions import SandboxError, SandboxEvictedError
@@ -136,7 +137,9 @@ class E2BProvider(RemoteProvider):
         remote.sdk.files.write_files([{"path": path, "data": data} for path, data in files],
                                      user="root", request_timeout=self.options.call_timeout)
 
-    def _execute(self, remote: Remote, command: str, timeout: float) -> tuple[str, str, Any]:
+    def _execute(self, remote: Remote, command: str, timeout: float,
+                 complete: Callable[[str, str], bool]) -> tuple[str, str, Any]:
+        # E2B's daemon streams the command's output and ends the stream at its end: complete.
         o = self.options
         # The command's stream may last the run's time and a margin; the sandbox must too.
         needed = timeout + 2 * o.call_timeout

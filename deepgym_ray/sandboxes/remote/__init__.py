@@ -28,7 +28,7 @@ import logging
 import secrets
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from deepgym_ray.exceptions import ProviderHTTPError, RunCancelledError, SandboxError
@@ -118,9 +118,11 @@ class RemoteProvider(SandboxProvider):
         """Write ``files`` (absolute paths in the sandbox) so root can read them."""
         raise NotImplementedError
 
-    def _execute(self, remote: Remote, command: str, timeout: float) -> tuple[str, str, Any]:
+    def _execute(self, remote: Remote, command: str, timeout: float,
+                 complete: Callable[[str, str], bool]) -> tuple[str, str, Any]:
         """Run the shell ``command`` (the in-sandbox program, as root where the sandbox
-        allows) for up to ``timeout`` seconds: its stdout, stderr and exit code."""
+        allows) for up to ``timeout`` seconds: its stdout, stderr and exit code, all of them
+        (``complete(stdout, stderr)`` says whether they are)."""
         raise NotImplementedError
 
     def _delete(self, remote: Remote) -> str | None:
@@ -238,11 +240,13 @@ class RemoteProvider(SandboxProvider):
             argv[-1] = f"{remote.judge_dir}/{argv[-1]}"
         # The run's files and the environment's variables (its secrets) travel in one
         # root-only spec file, never on a command line.
+        end = secrets.token_hex(8)  # the run's secret mark of its stdout's end
         spec = cmd.run_spec(
             files={n: data for n, data in run.files.items() if n not in JUDGE_FILES},
             argv=argv, stdin=stdin, env=env or {}, timeout=timeout, uid=run.uid,
             disk_mb=o.disk_mb, max_files=o.max_files, memory_mb=self.run_memory_mb(remote),
-            pids=o.max_processes, path=remote.root.runner_path, keep_work=run.session)
+            pids=o.max_processes, path=remote.root.runner_path, keep_work=run.session,
+            end=end)
         uploads = [(f"{run.dir}/{cmd.SPEC_FILE}", spec)]
         digest = cmd.judge_digest()
         if digest != remote.judge_digest:  # the judge goes once per sandbox
@@ -253,8 +257,8 @@ class RemoteProvider(SandboxProvider):
             # Both calls on one of our threads (one hand-off per run), each bounded by the
             # SDK's socket timeouts, and the pair by our own deadline: the run's time plus a
             # margin per call for the provider to answer, and then it is the provider that hangs.
-            stdout, stderr_text, exit_code = self.bounded(
-                self._upload_and_run, remote, uploads, digest, line, timeout,
+            stdout_text, stderr_text, exit_code = self.bounded(
+                self._upload_and_run, remote, uploads, digest, line, timeout, end,
                 deadline=timeout + 2 * o.call_timeout, what="upload and run the judge",
                 sandbox_id=remote.id, cancel=cancel)
         except (SandboxError, RunCancelledError):
@@ -275,20 +279,25 @@ class RemoteProvider(SandboxProvider):
                                f"{why}", sandbox_id=sandbox.id)
         self._note_confinement(remote, report)
         timed_out = bool(report.get("timed_out"))
+        stdout = cmd.strip_end((stdout_text or "").encode("utf-8", "surrogateescape"), end)
         return CommandResult(exit_code=None if timed_out else report.get("exit_code"),
-                             stdout=(stdout or "").encode("utf-8", "surrogateescape"),
+                             stdout=stdout,
                              stderr=cmd.strip_report(stderr), timed_out=timed_out,
                              duration=duration)
 
     def _upload_and_run(self, remote: Remote, uploads: list[tuple[str, bytes]], digest: str,
-                        line: str, timeout: float) -> tuple[str, str, Any]:
+                        line: str, timeout: float, end: str) -> tuple[str, str, Any]:
         try:
             self._upload(remote, uploads)
         except BaseException as exc:  # noqa: B036 - typed here, so the step is named
             raise self.translate(exc, "upload the run's files", remote.id) from exc
         remote.judge_digest = digest
+        def complete(stdout: str, stderr: str) -> bool:
+            return cmd.output_complete(stdout.encode("utf-8", "surrogateescape"),
+                                       stderr.encode("utf-8", "surrogateescape"), end)
+
         try:
-            return self._execute(remote, line, timeout)
+            return self._execute(remote, line, timeout, complete)
         except BaseException as exc:  # noqa: B036
             raise self.translate(exc, "run the judge", remote.id) from exc
 

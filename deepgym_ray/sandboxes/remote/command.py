@@ -38,6 +38,7 @@ RUN_PROGRAM = "deepgym_remote_run.py"
 CGROUPS_MODULE = "deepgym_remote_cgroups.py"
 SECCOMP_MODULE = "deepgym_remote_seccomp.py"
 REPORT_PREFIX = b"deepgym-run "
+END_PREFIX = "deepgym-end "
 
 
 @lru_cache(maxsize=1)
@@ -80,17 +81,19 @@ def solution_dir(run_dir: str) -> str:
 def run_spec(*, files: Mapping[str, bytes], argv: Sequence[str], stdin: bytes | None,
              env: Mapping[str, str], timeout: float, uid: int | None, disk_mb: int,
              max_files: int, memory_mb: int, pids: int, path: str | None = None,
-             keep_work: bool = False) -> bytes:
+             keep_work: bool = False, end: str = "") -> bytes:
     """The run's spec file (read and removed by the in-sandbox program before the run, which
     writes ``files``, relative paths to bytes, into the run's directory first); ``path`` is
     the runner's PATH where the program's own is not the sandbox user's (under sudo);
-    ``keep_work``: an agent's session, whose work area lasts from run to run."""
+    ``keep_work``: an agent's session, whose work area lasts from run to run; ``end``: the
+    run's secret end-of-output mark (see :func:`output_complete`)."""
     return json.dumps({
         "files": {name: bytes(data).decode("latin-1") for name, data in files.items()},
         "argv": list(argv), "stdin": (stdin or b"").decode("utf-8", "surrogateescape"),
         "env": dict(env), "timeout": float(timeout), "uid": uid, "disk_mb": int(disk_mb),
         "max_files": int(max_files), "memory_mb": int(memory_mb), "pids": int(pids),
         "path": path, "seccomp": syscall_filter(), "keep_work": bool(keep_work),
+        "end": end,
     }).encode("utf-8", "surrogateescape")
 
 
@@ -111,6 +114,24 @@ def read_report(stderr: bytes) -> dict[str, Any] | None:
     except ValueError:
         return None
     return report if isinstance(report, dict) else None
+
+
+def end_line(end: str) -> bytes:
+    """What the program writes on stdout after everything of the run, its report excepted."""
+    return f"\n{END_PREFIX}{end}\n".encode()
+
+
+def output_complete(stdout: bytes, stderr: bytes, end: str) -> bool:
+    """Whether a run's output is all there: its stdout's end mark and its report. (A
+    provider whose daemon copies output through readers of its own, Daytona's, may answer
+    before they are done.) The mark is secret: a solution cannot end its output early."""
+    return end_line(end) in stdout and read_report(stderr) is not None
+
+
+def strip_end(stdout: bytes, end: str) -> bytes:
+    """The runner's stdout: what came before the end mark (after it: nothing of the run's)."""
+    before, found, _ = stdout.rpartition(end_line(end))
+    return before if found else stdout
 
 
 def strip_report(stderr: bytes) -> bytes:

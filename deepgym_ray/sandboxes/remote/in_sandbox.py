@@ -32,8 +32,9 @@ user is not root uploaded them as that user, see :func:`take_ownership`), then:
 3. kills every solution process (by cgroup; else the runner's proof; else a sweep by uid),
    removes the run's files and, where /tmp was not private, what the uid left in the shared
    temporary places, and checks both;
-4. reports on its last stderr line (``REPORT`` + JSON: ``clean``, ``timed_out``, ``held``,
-   ``missing``) and exits with the runner's code.
+4. marks the end of the run's stdout (``END`` + the run's secret), reports on its last stderr
+   line (``REPORT`` + JSON: ``clean``, ``timed_out``, ``held``, ``missing``) and exits with
+   the runner's code.
 
 An agent's session (``keep_work`` in the spec) runs many times in one run directory: its work
 area is mounted in the sandbox's own mount namespace by the session's first run and kept by
@@ -62,6 +63,7 @@ SPEC_FILE = ".deepgym-run"
 PROBE_FILE = ".deepgym-confinement.json"  # in the judge dir: what the first run found
 CLEAN_MARKER = ".deepgym-clean"
 REPORT = "deepgym-run "
+END = "deepgym-end "  # then the run's secret: its stdout ends here
 CGROUP_PREFIX = "deepgym-remote-"  # never the local provider's, whose sweepers go by pid
 SHARED_TEMP = ("/tmp", "/var/tmp", "/dev/shm")
 CONFINEMENTS = ("namespaces", "work_area", "cgroups", "syscall_filter")
@@ -382,6 +384,8 @@ def main():
     except OSError as exc:
         report["error"] = f"cannot confine the run: {exc}"
     report["clean"] = clean_up(spec, run_dir, holder, held, group)
+    if spec.get("end"):  # stdout is complete (see command.output_complete)
+        os.write(1, f"\n{END}{spec['end']}\n".encode())
     sys.stderr.write(REPORT + json.dumps(report) + "\n")
     sys.stderr.flush()
     code = report["exit_code"]

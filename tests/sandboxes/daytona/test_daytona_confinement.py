@@ -10,6 +10,7 @@ import json
 import logging
 import os
 import queue
+import time
 from pathlib import Path
 
 import pytest
@@ -28,8 +29,8 @@ def either_server(request):
     """A sandbox user of root, or (Daytona's default) ``daytona`` with passwordless sudo: a
     run must get the same confinement in both."""
     if request.param == "root":
-        return request.getfixturevalue("daytona_server")
-    return request.getfixturevalue("daytona_sudo_server")
+        return request.getfixturevalue("daytona_root_server")
+    return request.getfixturevalue("daytona_server")
 
 
 LEAKER = ("import os, time\n"
@@ -279,7 +280,11 @@ def test_a_user_without_sudo_judges_right_cleans_up_and_names_the_fix(no_sudo_se
         assert len(set(ids)) == 3  # never reused: nothing tells its run's processes apart
         deleted = {provider.deleted.get(timeout=120) for _ in ids}
         assert deleted == set(ids) and not set(ids) & set(server.live_sandboxes())
-        assert not _processes_of(server.sandbox_user.uid)  # the leaker's child went with it
+        # The leaker's child went with its sandbox (killed with it: given time to end).
+        deadline = time.monotonic() + 60
+        while _processes_of(server.sandbox_user.uid):
+            assert time.monotonic() < deadline, _processes_of(server.sandbox_user.uid)
+            time.sleep(0.1)
         user_warnings = [r.getMessage() for r in caplog.records if "not root" in r.getMessage()
                          and "sudo" in r.getMessage()]
         assert len(user_warnings) == 1, user_warnings  # once, not once per sandbox
@@ -291,11 +296,11 @@ def test_a_user_without_sudo_judges_right_cleans_up_and_names_the_fix(no_sudo_se
         assert len(confinement) == 1 and "tmpfs work area" in confinement[0]
 
 
-def test_the_program_finds_the_daemons_log_of_its_output_through_sudo(daytona_sudo_server):
+def test_the_program_finds_the_daemons_log_of_its_output_through_sudo(daytona_server):
     """The daemon logs a session command's output to a file, and the program hides all the
     sessions' logs from the run. Under sudo with I/O logging (``log_output``) the program's
     stdout is a pipe to sudo: the file is found at sudo's end, not missed."""
-    server = daytona_sudo_server
+    server = daytona_server
     with _judging(server) as (client, provider):
         assert client.run(ENV, ENV.reference_solution).score == 1.0
         remote = provider.made[0].handle.remote
@@ -360,11 +365,11 @@ def test_a_sandbox_never_serves_a_run_less_confined_than_its_first(daytona_serve
         assert first.handle.remote.id not in provider.live_sandboxes()
 
 
-def test_a_sandbox_whose_sudo_stops_working_serves_no_weaker_run(daytona_sudo_server):
+def test_a_sandbox_whose_sudo_stops_working_serves_no_weaker_run(daytona_server):
     """Runs in a sandbox whose user became root through sudo keep asking for it: once sudo
     asks for a password, a run gets no verdict (and its sandbox is deleted), never a run as
     the sandbox's user in its stead."""
-    server = daytona_sudo_server
+    server = daytona_server
     with _judging(server) as (client, provider):
         assert client.run(ENV, ENV.reference_solution).score == 1.0
         remote = provider.made[0].handle.remote

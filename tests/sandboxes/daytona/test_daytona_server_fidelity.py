@@ -10,12 +10,12 @@ pytest.importorskip("daytona")
 
 
 @pytest.fixture
-def sandbox(daytona_sudo_server):
+def sandbox(daytona_server):
     """A sandbox of the server whose user is ``daytona`` (passwordless sudo), as the
     service's default images have it, made and deleted through the SDK."""
     import daytona
 
-    server = daytona_sudo_server
+    server = daytona_server
     client = daytona.Daytona(daytona.DaytonaConfig(api_key=server.api_key, api_url=server.url))
     box = client.create(daytona.CreateSandboxFromSnapshotParams(network_block_all=True))
     try:
@@ -203,14 +203,27 @@ def test_a_session_is_one_long_lived_shell_whose_output_is_framed_by_line(sandbo
     server, box = sandbox
     box.process.create_session("s1")
     run = box.process.execute_session_command
+
+    def finished_log(response, expected):
+        """The command's log once it is ``expected``, or as it is after 30 s (the answer may
+        come before the log's readers are done)."""
+        import time
+
+        deadline = time.monotonic() + 30
+        while True:
+            logs = box.process.get_session_command_logs("s1", response.cmd_id)
+            if (logs.stdout, logs.stderr) == expected or time.monotonic() > deadline:
+                return logs.stdout, logs.stderr
+            time.sleep(0.05)
+
     first = run("s1", daytona.SessionExecuteRequest(command="cd /tmp; KEPT=yes; echo a; "
                                                             "printf 'b' >&2; printf c"))
-    assert (first.exit_code, first.stdout, first.stderr) == (0, "a\nc\n", "b\n"), first
+    expected = ("a\nc\n", "b\n")
+    assert first.exit_code == 0 and finished_log(first, expected) == expected, first
     later = run("s1", daytona.SessionExecuteRequest(command="echo $PWD $KEPT; exit_code() "
                                                             "{ return 3; }; exit_code"))
-    assert (later.exit_code, later.stdout) == (3, "/tmp yes\n"), later
-    logs = box.process.get_session_command_logs("s1", later.cmd_id)
-    assert logs.stdout == "/tmp yes\n"
+    expected = ("/tmp yes\n", "")
+    assert later.exit_code == 3 and finished_log(later, expected) == expected, later
     with pytest.raises(daytona.DaytonaError) as again:
         box.process.create_session("s1")
     assert getattr(again.value, "status_code", None) == 409
