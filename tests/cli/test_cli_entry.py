@@ -312,14 +312,14 @@ def test_configs_ship_with_the_package_and_load_by_name(tmp_path):
     from deepgym_ray.config import CONFIGS_DIR, DeepGymConfig, named_configs
 
     assert CONFIGS_DIR.parent.name == "deepgym_ray"  # inside the package: installed with it
-    assert named_configs() == ["cluster", "daytona", "docker", "local"]
+    assert named_configs() == ["cluster", "daytona", "docker", "e2b", "local"]
     assert {DeepGymConfig.from_yaml(name).mode for name in named_configs()} == \
-        {"local", "daytona", "docker"}
+        {"local", "daytona", "docker", "e2b"}
     proc = cli("eval", "coin_change", "--reference", "--config", "local", *LOCAL[2:])
     assert proc.returncode == 0, proc.stderr
     proc = cli("eval", "coin_change", "--reference", "--config", "nowhere")
     line = one_error(proc, "deepgym-ray eval: error: no config file 'nowhere'")
-    assert "shipped: cluster, daytona, docker, local" in line
+    assert "shipped: cluster, daytona, docker, e2b, local" in line
 
 
 def test_files_with_a_utf8_bom_are_read(tmp_path, answer_env):

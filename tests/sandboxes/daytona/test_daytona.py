@@ -50,10 +50,11 @@ def pool_client(daytona_server, ray_local):
     get_pool(client).shutdown()
 
 
-# A hung call is given up at the run's time plus two call timeouts: the fault tests run with a
-# shorter run time than coin_change's 30 s (its reference needs a few hundredths of a second
-# of CPU), so that one costs 15 s, not 40.
-FAULT_ENV = type(ENV).model_validate({**ENV.model_dump(), "timeout": 5.0})
+# A hung call is given up at the run's wall-clock bound (three times its time, and 3 s) plus
+# two call timeouts: the fault tests run with a shorter time than coin_change's 30 s (its
+# reference needs a few hundredths of a second of CPU), so that one costs 19 s, not 103.
+FAULT_ENV = type(ENV).model_validate({**ENV.model_dump(), "timeout": 2.0,
+                                      "case_timeout": 2.0})
 
 
 def _map_one(client, answer, env=ENV, retries=0):

@@ -35,9 +35,11 @@ e2b = pytest.importorskip("e2b")
 from deepgym_ray.sandboxes.e2b import E2BOptions, E2BProvider  # noqa: E402
 from deepgym_ray.sandboxes.e2b.calls import translate  # noqa: E402
 
-# A hung call is given up at the run's time plus two call timeouts: a short run time keeps
-# that at 15 s.
-FAULT_ENV = type(ENV).model_validate({**ENV.model_dump(), "timeout": 5.0})
+# A hung call is given up at the run's wall-clock bound (three times its time, and 3 s) plus
+# two call timeouts: the fault tests run with a shorter time than coin_change's 30 s (its
+# reference needs a few hundredths of a second of CPU), so that one costs 19 s, not 103.
+FAULT_ENV = type(ENV).model_validate({**ENV.model_dump(), "timeout": 2.0,
+                                      "case_timeout": 2.0})
 SLEEPER = "import time\ntime.sleep(600)\n" + ENV.reference_solution
 
 
