@@ -12,9 +12,9 @@ from typing import Any
 
 from pydantic import Field
 
-from deepgym_ray.exceptions import ProviderHTTPError, SandboxError
+from deepgym_ray.exceptions import SandboxError
 from deepgym_ray.sandboxes.daytona.calls import bounded
-from deepgym_ray.sandboxes.remote.options import RemoteOptions
+from deepgym_ray.sandboxes.remote.options import RemoteOptions, check_answers
 
 _INSTALL_HINT = "pip install 'deepgym_ray[daytona]'"
 
@@ -76,17 +76,12 @@ def check_access(opts: DaytonaOptions) -> None:
     if not opts.api_key:
         raise SandboxError("Daytona needs an API key: set DAYTONA_API_KEY or pass api_key")
     where = opts.api_url or "the default Daytona API"
-    try:
+
+    def list_one() -> None:
         client = bounded(new_client, sdk, opts, deadline=opts.call_timeout,
                          what="connect to Daytona")
         query = sdk.ListSandboxesQuery(limit=1)
         bounded(lambda: next(iter(client.list(query, request_timeout=opts.call_timeout)), None),
                 deadline=opts.call_timeout, what="list sandboxes")
-    except ProviderHTTPError as exc:
-        if exc.status in (401, 403):
-            raise SandboxError(f"Daytona refused the API key at {where} (HTTP {exc.status})"
-                               "; check DAYTONA_API_KEY") from None
-        raise SandboxError(f"Daytona at {where} answered HTTP {exc.status}") from None
-    except SandboxError as exc:
-        first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        raise type(exc)(f"cannot use Daytona at {where}: {first}") from None
+
+    check_answers("Daytona", where, "DAYTONA_API_KEY", list_one)

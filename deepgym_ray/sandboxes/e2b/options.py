@@ -12,9 +12,9 @@ from typing import Any
 
 from pydantic import Field
 
-from deepgym_ray.exceptions import ProviderHTTPError, SandboxError
+from deepgym_ray.exceptions import SandboxError
 from deepgym_ray.sandboxes.e2b.calls import bounded
-from deepgym_ray.sandboxes.remote.options import RemoteOptions
+from deepgym_ray.sandboxes.remote.options import RemoteOptions, check_answers
 
 __all__ = ["E2BOptions", "check_access", "load_sdk"]
 
@@ -67,16 +67,11 @@ def check_access(opts: E2BOptions) -> None:
     sdk = load_sdk()
     if not opts.api_key:
         raise SandboxError("E2B needs an API key: set E2B_API_KEY or pass api_key")
-    where = opts.api_url or (f"E2B at {opts.domain}" if opts.domain else "the default E2B API")
-    try:
+    where = opts.api_url or opts.domain or "the default E2B API"
+
+    def list_one() -> None:
         pages = sdk.Sandbox.list(limit=1, request_timeout=opts.call_timeout,
                                  **opts.connection())
         bounded(pages.next_items, deadline=opts.call_timeout + 5, what="list sandboxes")
-    except ProviderHTTPError as exc:
-        if exc.status in (401, 403):
-            raise SandboxError(f"E2B refused the API key at {where} (HTTP {exc.status}); "
-                               "check E2B_API_KEY") from None
-        raise SandboxError(f"E2B at {where} answered HTTP {exc.status}") from None
-    except SandboxError as exc:
-        first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        raise type(exc)(f"cannot use E2B at {where}: {first}") from None
+
+    check_answers("E2B", where, "E2B_API_KEY", list_one)

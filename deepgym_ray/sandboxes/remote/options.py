@@ -7,9 +7,14 @@ Example:
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 from pydantic import BaseModel, ConfigDict, Field
 
-__all__ = ["RemoteOptions"]
+from deepgym_ray.exceptions import ProviderHTTPError, SandboxError
+
+__all__ = ["RemoteOptions", "check_answers"]
 
 
 class RemoteOptions(BaseModel):
@@ -33,3 +38,19 @@ class RemoteOptions(BaseModel):
     disk_mb: int = Field(default=256, ge=16, description="a run's tmpfs work area: space")
     max_files: int = Field(default=20000, ge=100, description="a run's tmpfs work area: inodes")
 
+
+
+def check_answers(service: str, where: str, variable: str, call: Callable[[], Any]) -> None:
+    """A provider's preflight: ``call()`` (one bounded API call with the key) answers, or a
+    SandboxError says in one line what is wrong: the key refused (naming ``variable``),
+    another HTTP status, or the service not reached at ``where``."""
+    try:
+        call()
+    except ProviderHTTPError as exc:
+        if exc.status in (401, 403):
+            raise SandboxError(f"{service} refused the API key at {where} (HTTP {exc.status})"
+                               f"; check {variable}") from None
+        raise SandboxError(f"{service} at {where} answered HTTP {exc.status}") from None
+    except SandboxError as exc:
+        first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise type(exc)(f"cannot use {service} at {where}: {first}") from None

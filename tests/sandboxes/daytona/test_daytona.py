@@ -7,13 +7,12 @@ import logging
 import sys
 
 import pytest
-from helpers.remote_setup import ENV, WRONG, options
-from helpers.wrong_solutions import SUBTLY_WRONG
+from helpers import remote_setup
+from helpers.remote_setup import ENV, options
 
 from deepgym_ray import sandboxes
 from deepgym_ray.client import DeepGym
-from deepgym_ray.config import DeepGymConfig, PoolConfig
-from deepgym_ray.envs import builtin_names
+from deepgym_ray.config import DeepGymConfig
 from deepgym_ray.exceptions import (
     ProviderConnectionError,
     ProviderHTTPError,
@@ -23,7 +22,6 @@ from deepgym_ray.exceptions import (
     is_infrastructure_failure,
 )
 from deepgym_ray.pool import default_shape, get_pool
-from deepgym_ray.suites import load_environment
 
 pytest.importorskip("daytona")
 
@@ -41,24 +39,9 @@ def server(daytona_server):
 @pytest.fixture(scope="module")
 def pool_client(daytona_server, ray_local):
     """One Daytona client and its Ray pool for the module (actors import the SDK once)."""
-    config = DeepGymConfig(mode="daytona", provider_options=options(daytona_server,
-                                                                      call_timeout=5.0),
-                           pool=PoolConfig(name="daytona-tests", actors=2, actor_concurrency=8,
-                                           num_cpus_per_actor=0.1))
-    client = DeepGym(config=config)
+    client = remote_setup.pool_client("daytona", daytona_server, "daytona-tests")
     yield client
     get_pool(client).shutdown()
-
-
-# A hung call is given up at the run's wall-clock bound (three times its time, and 3 s) plus
-# two call timeouts: the fault tests run with a shorter time than coin_change's 30 s (its
-# reference needs a few hundredths of a second of CPU), so that one costs 19 s, not 103.
-FAULT_ENV = type(ENV).model_validate({**ENV.model_dump(), "timeout": 2.0,
-                                      "case_timeout": 2.0})
-
-
-def _map_one(client, answer, env=ENV, retries=0):
-    return list(get_pool(client).map(env, [answer], max_parallel=1, max_retries=retries))[0]
 
 
 # -- mode='auto' and start-up checks ------------------------------------------------------------
@@ -193,20 +176,7 @@ def test_a_hung_call_is_given_up_at_our_deadline(server):
 
 @pytest.mark.slow
 def test_every_builtin_reference_scores_one_and_a_wrong_answer_zero(pool_client, server):
-    names = builtin_names()
-    envs = [load_environment(n) for n in names]
-    right = pool_client.eval(envs, max_parallel=8)
-    misses = [(n, r.error_type, r.details)
-              for n, r in zip(names, right.results, strict=True) if r.score != 1.0]
-    assert [r.score for r in right.results] == [1.0] * len(names), misses
-    wrong_envs = [e for e in envs if e.name in SUBTLY_WRONG]
-    wrong = pool_client.eval(wrong_envs, [SUBTLY_WRONG[e.name] for e in wrong_envs],
-                             max_parallel=8)
-    for env, result in zip(wrong_envs, wrong.results, strict=True):
-        assert result.has_verdict and not result.passed and result.score < 1.0, (env.name,
-                                                                                 result)
-    flat = _map_one(pool_client, WRONG)
-    assert flat.has_verdict and flat.score == 0.0 and flat.reward == 0.0
+    remote_setup.check_every_builtin(pool_client)
 
 
 FAULTS = [
@@ -226,29 +196,15 @@ FAULTS = [
 def test_each_fault_gives_no_verdict_with_its_error(pool_client, server, fault, expected):
     call, action, status = fault
     # The SDK retries a dropped toolbox connection itself (three times): drop them all.
-    server.faults.add(call, action, status=status, times=None if action == "drop" else 1)
-    result = _map_one(pool_client, ENV.reference_solution, env=FAULT_ENV)
-    assert not result.has_verdict and result.reward is None and not result.passed, result
-    assert result.error_type == "sandbox_error"
-    assert expected in (result.details or ""), result.details
-    server.faults.clear()
-    again = _map_one(pool_client, ENV.reference_solution)  # the actor recovers: a new sandbox
-    assert again.score == 1.0, again
+    remote_setup.check_fault(pool_client, server, call, action, status, expected,
+                             times=None if action == "drop" else 1)
 
 
 @pytest.mark.slow
 def test_a_batch_with_faults_sprinkled_in_gets_one_verdict_per_input(pool_client, server):
-    answers = [ENV.reference_solution if i % 3 else WRONG for i in range(30)]
-    server.faults.add("session_exec", "status", status=503, times=None, rate=0.15)
-    server.faults.add("upload", "status", status=429, times=3)
-    server.faults.add("session_exec", "hang", times=1)
-    results = list(get_pool(pool_client).map(FAULT_ENV, answers, max_parallel=8,
-                                             max_retries=6))
-    fired = sum(rule.hits for rule in server.faults.rules)
-    assert fired >= 4  # the retried ones really failed first
-    assert len(results) == len(answers)
-    assert all(r.has_verdict for r in results), [r.details for r in results if not r.has_verdict]
-    assert [r.score for r in results] == [1.0 if i % 3 else 0.0 for i in range(30)]
+    remote_setup.check_sprinkled_faults(pool_client, server, [
+        ("session_exec", "status", 503, None, 0.15), ("upload", "status", 429, 3, 1.0),
+        ("session_exec", "hang", 0, 1, 1.0)])
 
 
 # -- configuration and the command line -------------------------------------------------------

@@ -9,13 +9,12 @@ import threading
 import time
 
 import pytest
-from helpers.remote_setup import ENV, WRONG, options
-from helpers.wrong_solutions import SUBTLY_WRONG
+from helpers import remote_setup
+from helpers.remote_setup import ENV, FAULT_ENV, WRONG, options
 
 from deepgym_ray import sandboxes
 from deepgym_ray.client import DeepGym
-from deepgym_ray.config import DeepGymConfig, PoolConfig
-from deepgym_ray.envs import builtin_names
+from deepgym_ray.config import DeepGymConfig
 from deepgym_ray.exceptions import (
     ProviderConnectionError,
     ProviderHTTPError,
@@ -28,18 +27,12 @@ from deepgym_ray.exceptions import (
     is_infrastructure_failure,
 )
 from deepgym_ray.pool import get_pool
-from deepgym_ray.suites import load_environment
 
 e2b = pytest.importorskip("e2b")
 
 from deepgym_ray.sandboxes.e2b import E2BOptions, E2BProvider  # noqa: E402
 from deepgym_ray.sandboxes.e2b.calls import translate  # noqa: E402
 
-# A hung call is given up at the run's wall-clock bound (three times its time, and 3 s) plus
-# two call timeouts: the fault tests run with a shorter time than coin_change's 30 s (its
-# reference needs a few hundredths of a second of CPU), so that one costs 19 s, not 103.
-FAULT_ENV = type(ENV).model_validate({**ENV.model_dump(), "timeout": 2.0,
-                                      "case_timeout": 2.0})
 SLEEPER = "import time\ntime.sleep(600)\n" + ENV.reference_solution
 
 
@@ -53,10 +46,7 @@ def server(e2b_server):
 @pytest.fixture(scope="module")
 def pool_client(e2b_server, ray_local):
     """One E2B client and its Ray pool for the module (actors import the SDK once)."""
-    config = DeepGymConfig(mode="e2b", provider_options=options(e2b_server, call_timeout=5.0),
-                           pool=PoolConfig(name="e2b-tests", actors=2, actor_concurrency=8,
-                                           num_cpus_per_actor=0.1))
-    client = DeepGym(config=config)
+    client = remote_setup.pool_client("e2b", e2b_server, "e2b-tests")
     yield client
     get_pool(client).shutdown()
 
@@ -66,10 +56,6 @@ def provider(server):
     made = E2BProvider(**options(server, call_timeout=5.0))
     yield made
     made.close()
-
-
-def _map_one(client, answer, env=ENV, retries=0):
-    return list(get_pool(client).map(env, [answer], max_parallel=1, max_retries=retries))[0]
 
 
 # -- mode='auto' and start-up checks ----------------------------------------------------------
@@ -190,7 +176,7 @@ def test_sandboxes_are_offline_with_a_lifetime_reused_and_killed_on_close(server
     finally:
         client.close()
         provider.close()
-    assert server.live_sandboxes() == []
+    assert sid not in server.live_sandboxes()
 
 
 def test_a_run_that_may_outlive_the_lifetime_extends_it_and_so_does_an_old_idle_one(server):
@@ -214,8 +200,8 @@ def test_a_run_that_may_outlive_the_lifetime_extends_it_and_so_does_an_old_idle_
 
 
 def _while_running(provider, server, answer, act):
-    """Start ``answer`` on ``provider``; once its command runs in a sandbox, ``act(sid)``;
-    the run's result."""
+    """Start ``answer`` on ``provider``; once its command runs in a sandbox of the provider's
+    (the server is shared with other tests), ``act(sid)``; the run's result."""
     client = DeepGym(provider=provider, backend="threads")
     done: list = []
     runner = threading.Thread(target=lambda: done.append(client.run_safe(ENV, answer)))
@@ -223,12 +209,13 @@ def _while_running(provider, server, answer, act):
     deadline = time.monotonic() + 60
     while True:
         with server.lock:
-            boxes = list(server.boxes.values())
-        if any(box.procs for box in boxes):
+            mine = [box for box in server.boxes.values()
+                    if box.metadata.get("deepgym.instance") == provider.instance and box.procs]
+        if mine:
             break
         assert time.monotonic() < deadline and runner.is_alive(), done
         time.sleep(0.05)
-    act(boxes[0].id)
+    act(mine[0].id)
     runner.join(60)
     client.close()
     return done[0]
@@ -253,20 +240,7 @@ def test_a_sandbox_killed_mid_run_before_its_lifetime_is_evicted(server, provide
 
 @pytest.mark.slow
 def test_every_builtin_reference_scores_one_and_a_wrong_answer_zero(pool_client, server):
-    names = builtin_names()
-    envs = [load_environment(n) for n in names]
-    right = pool_client.eval(envs, max_parallel=8)
-    misses = [(n, r.error_type, r.details)
-              for n, r in zip(names, right.results, strict=True) if r.score != 1.0]
-    assert [r.score for r in right.results] == [1.0] * len(names), misses
-    wrong_envs = [e for e in envs if e.name in SUBTLY_WRONG]
-    wrong = pool_client.eval(wrong_envs, [SUBTLY_WRONG[e.name] for e in wrong_envs],
-                             max_parallel=8)
-    for env, result in zip(wrong_envs, wrong.results, strict=True):
-        assert result.has_verdict and not result.passed and result.score < 1.0, (env.name,
-                                                                                 result)
-    flat = _map_one(pool_client, WRONG)
-    assert flat.has_verdict and flat.score == 0.0 and flat.reward == 0.0
+    remote_setup.check_every_builtin(pool_client)
 
 
 FAULTS = [
@@ -284,30 +258,14 @@ FAULTS = [
 @pytest.mark.slow
 @pytest.mark.parametrize(("fault", "expected"), FAULTS)
 def test_each_fault_gives_no_verdict_with_its_error(pool_client, server, fault, expected):
-    call, action, status = fault
-    server.faults.add(call, action, status=status, times=1)
-    result = _map_one(pool_client, ENV.reference_solution, env=FAULT_ENV)
-    assert not result.has_verdict and result.reward is None and not result.passed, result
-    assert result.error_type == "sandbox_error"
-    assert expected in (result.details or ""), result.details
-    server.faults.clear()
-    again = _map_one(pool_client, ENV.reference_solution)  # the actor recovers
-    assert again.score == 1.0, again
+    remote_setup.check_fault(pool_client, server, *fault, expected)
 
 
 @pytest.mark.slow
 def test_a_batch_with_faults_sprinkled_in_gets_one_verdict_per_input(pool_client, server):
-    answers = [ENV.reference_solution if i % 3 else WRONG for i in range(30)]
-    server.faults.add("process", "status", status=503, times=None, rate=0.15)
-    server.faults.add("files", "status", status=429, times=3)
-    server.faults.add("process", "drop", times=1)
-    server.faults.add("process", "hang", times=1)
-    results = list(get_pool(pool_client).map(FAULT_ENV, answers, max_parallel=8,
-                                             max_retries=6))
-    assert sum(rule.hits for rule in server.faults.rules) >= 5  # they really failed first
-    assert len(results) == len(answers)
-    assert all(r.has_verdict for r in results), [r.details for r in results if not r.has_verdict]
-    assert [r.score for r in results] == [1.0 if i % 3 else 0.0 for i in range(30)]
+    remote_setup.check_sprinkled_faults(pool_client, server, [
+        ("process", "status", 503, None, 0.15), ("files", "status", 429, 3, 1.0),
+        ("process", "drop", 0, 1, 1.0), ("process", "hang", 0, 1, 1.0)])
 
 
 def test_a_failed_create_has_no_verdict_and_a_throttled_one_waits_and_then_judges(server):
