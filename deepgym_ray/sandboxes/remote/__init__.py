@@ -292,6 +292,7 @@ class RemoteProvider(SandboxProvider):
         except BaseException as exc:  # noqa: B036 - typed here, so the step is named
             raise self.translate(exc, "upload the run's files", remote.id) from exc
         remote.judge_digest = digest
+
         def complete(stdout: str, stderr: str) -> bool:
             return cmd.output_complete(stdout.encode("utf-8", "surrogateescape"),
                                        stderr.encode("utf-8", "surrogateescape"), end)
