@@ -178,7 +178,7 @@ def _is_infrastructure(exc: BaseException, depth: int) -> bool:
         return True
     if type(exc).__name__ in _SDK_INFRASTRUCTURE.get(type(exc).__module__, ()):
         return True
-    status = _sdk_http_status(exc)
+    status = sdk_http_status(exc)
     if status is not None:
         return status >= 500 or status in INFRASTRUCTURE_HTTP_STATUSES
     # A generic wrapper (ours, or a provider SDK's own error type) is as much infrastructure as
@@ -199,7 +199,9 @@ _SDK_MODULE_PREFIXES = ("daytona", "e2b")
 _STATUS_PREFIX = re.compile(r"^([1-5]\d\d): ")
 
 
-def _sdk_http_status(exc: BaseException) -> int | None:
+def sdk_http_status(exc: BaseException) -> int | None:
+    """The HTTP status a provider SDK's error carries (``status_code``, or E2B's "NNN: "
+    message prefix), if it is one of theirs and says."""
     if not type(exc).__module__.startswith(_SDK_MODULE_PREFIXES):
         return None
     status = getattr(exc, "status_code", None)

@@ -15,7 +15,6 @@ Example:
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from typing import Any, TypeVar
 
@@ -27,6 +26,7 @@ from deepgym_ray.exceptions import (
     SandboxError,
     SandboxEvictedError,
     SandboxExpiredError,
+    sdk_http_status,
 )
 from deepgym_ray.sandboxes.remote import calls as remote_calls
 from deepgym_ray.sandboxes.remote.calls import chain
@@ -34,8 +34,7 @@ from deepgym_ray.sandboxes.remote.calls import chain
 __all__ = ["bounded", "translate"]
 
 T = TypeVar("T")
-# The status an SDK message starts with ("500: ..."), and the Connect codes' statuses.
-_STATUS_PREFIX = re.compile(r"^(\d{3}):")
+# The Connect codes' statuses (the daemon's errors say "Code.INTERNAL: ...").
 _CONNECT_STATUS = {"Code.INTERNAL": 500, "Code.UNKNOWN": 500, "Code.UNAVAILABLE": 503,
                    "Code.RESOURCE_EXHAUSTED": 429, "Code.PERMISSION_DENIED": 403,
                    "Code.UNAUTHENTICATED": 401}
@@ -49,17 +48,13 @@ def _sdk_name(exc: BaseException) -> str:
 
 
 def status_of(exc: BaseException) -> int | None:
-    """The HTTP status an SDK error stands for, if it says."""
-    names = {cls.__name__ for cls in type(exc).__mro__}
-    if "AuthenticationException" in names:
+    """The HTTP status an SDK error stands for, if it says (its Connect code counts)."""
+    if "AuthenticationException" in {cls.__name__ for cls in type(exc).__mro__}:
         return 401
-    status = getattr(exc, "status_code", None)
-    if isinstance(status, int) and not isinstance(status, bool):
+    status = sdk_http_status(exc)
+    if status is not None:
         return status
     text = str(exc)
-    found = _STATUS_PREFIX.match(text)
-    if found:
-        return int(found.group(1))
     return next((s for code, s in _CONNECT_STATUS.items() if text.startswith(code)), None)
 
 
