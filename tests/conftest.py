@@ -20,6 +20,10 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("RAY_NODE_IP_ADDRESS", "127.0.0.1")
 os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
 os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+# A Ray instance starts one idle worker per CPU for its first driver, and each idles at
+# 1-2 % of a core: with a Ray instance per xdist worker all session (and more in the e2e
+# tests) that was half a minute of the suite's CPU. Actors start workers of their own anyway.
+os.environ.setdefault("RAY_prestart_worker_first_driver", "0")
 # Ray Serve's controller kills a proxy that is not ready within 5 s or misses three 10 s health
 # checks, then starts another: on a machine whose cores are all busy (scripts/stress_tests.sh)
 # a proxy took longer, and the serve tests failed with the proxy "killed by ray.kill". Every
