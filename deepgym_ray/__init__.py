@@ -54,6 +54,7 @@ _EXPORTS: dict[str, str] = {
     "LocalProvider": "deepgym_ray.sandboxes.local",
     "DaytonaProvider": "deepgym_ray.sandboxes.daytona",
     "E2BProvider": "deepgym_ray.sandboxes.e2b",
+    "ModalProvider": "deepgym_ray.sandboxes.modal",
     # the Ray pool and reward functions
     "VerifierPool": "deepgym_ray.pool",
     "VerifierActor": "deepgym_ray.pool.actor",
@@ -172,6 +173,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from deepgym_ray.sandboxes.daytona import DaytonaProvider
     from deepgym_ray.sandboxes.e2b import E2BProvider
     from deepgym_ray.sandboxes.local import LocalProvider
+    from deepgym_ray.sandboxes.modal import ModalProvider
     from deepgym_ray.scoring import Scorer
     from deepgym_ray.sessions import (
         Action,

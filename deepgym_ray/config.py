@@ -31,7 +31,7 @@ __all__ = [
 ]
 
 #: The sandbox modes a config may name ('auto': Daytona when configured, else local).
-MODES = ("auto", "local", "docker", "daytona", "e2b")
+MODES = ("auto", "local", "docker", "daytona", "e2b", "modal")
 #: The configurations shipped with the package (``--config local`` names one of them).
 CONFIGS_DIR = Path(__file__).resolve().parent / "configs"
 

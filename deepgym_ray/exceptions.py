@@ -191,7 +191,12 @@ def _is_infrastructure(exc: BaseException, depth: int) -> bool:
 
 # SDK errors that carry no HTTP status but are ours for certain, by module and exact class
 # name (E2B's subclasses of TimeoutException say a sandbox is gone, which is not certain).
-_SDK_INFRASTRUCTURE = {"e2b.exceptions": ("AuthenticationException", "TimeoutException")}
+_SDK_INFRASTRUCTURE = {
+    "e2b.exceptions": ("AuthenticationException", "TimeoutException"),
+    # Modal's, by the gRPC status they stand for (5xx, 429, 401, 403) and its lost connection
+    "modal.exception": ("AuthError", "ConnectionError", "InternalError", "PermissionDeniedError",
+                        "ResourceExhaustedError", "ServiceError"),
+}
 
 # Provider SDKs whose errors carry the HTTP status as ``status_code`` (checked by module name,
 # so nothing is imported to check).

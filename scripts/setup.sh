@@ -40,7 +40,7 @@ echo "torch==$(.venv/bin/python -c 'from importlib.metadata import version; prin
 # setuptools tells every editable install that a same-named folder may shadow the package: it
 # is our own folder, so the notice is only noise (the build backend inherits the filter).
 PYTHONWARNINGS="ignore:Editable installation" \
-  .venv/bin/python -m pip install -q -c .venv/torch-constraint.txt -e '.[test,trl,daytona,e2b,verl,serve,swebench]'
+  .venv/bin/python -m pip install -q -c .venv/torch-constraint.txt -e '.[test,trl,daytona,e2b,modal,verl,serve,swebench]'
 # pip compiles what it installs, but an editable install leaves the package as source: where
 # PYTHONDONTWRITEBYTECODE is set (CI machines often set it) every command would compile it
 # again, half a second of a short eval's time. (Not the environments' folders: a verifier

@@ -24,6 +24,11 @@ os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
 # 1-2 % of a core: with a Ray instance per xdist worker all session (and more in the e2e
 # tests) that was half a minute of the suite's CPU. Actors start workers of their own anyway.
 os.environ.setdefault("RAY_prestart_worker_first_driver", "0")
+# Modal's client reads the developer's ~/.modal.toml (token, server) when it is imported, and
+# goes through a proxy the environment names: the tests' Modal is tests/modal_server only.
+os.environ.setdefault("MODAL_CONFIG_PATH", os.path.join(tempfile.gettempdir(),
+                                                        "deepgym-tests-no-modal.toml"))
+os.environ.setdefault("MODAL_DISABLE_API_PROXY", "1")
 # Ray Serve's controller kills a proxy that is not ready within 5 s or misses three 10 s health
 # checks, then starts another: on a machine whose cores are all busy (scripts/stress_tests.sh)
 # a proxy took longer, and the serve tests failed with the proxy "killed by ray.kill". Every
@@ -283,6 +288,26 @@ def e2b_server():
     from e2b_server import E2BTestServer
 
     server = E2BTestServer().start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture(scope="session")
+def modal_server():
+    """A local server speaking Modal's gRPC API (tests/modal_server) on 127.0.0.1, for the real
+    ``modal`` client: ``provider_options()`` and ``environ()`` point the provider there;
+    ``faults`` as the Daytona server's."""
+    pytest.importorskip("modal")
+    from daytona_server import container
+
+    why = container.available()
+    if why:
+        pytest.skip(f"the Modal test server's sandboxes (containers) cannot run here: {why}")
+    from modal_server import ModalTestServer
+
+    server = ModalTestServer().start()
     try:
         yield server
     finally:

@@ -38,7 +38,8 @@ def test_a_mode_that_cannot_run_fails_at_construction(monkeypatch):
     monkeypatch.delenv("DAYTONA_API_KEY", raising=False)
     monkeypatch.setenv("DAYTONA_API_URL", "http://127.0.0.1:9/api")
     monkeypatch.delenv("E2B_API_KEY", raising=False)
-    for mode in ("docker", "daytona", "e2b"):
+    monkeypatch.delenv("MODAL_TOKEN_ID", raising=False)
+    for mode in ("docker", "daytona", "e2b", "modal"):
         with pytest.raises(ProviderUnavailableError) as caught:
             DeepGym(mode=mode)
         message = str(caught.value)
@@ -152,7 +153,7 @@ def test_max_parallel_gets_one_message_from_every_entry(local_client, env, tmp_p
 def test_other_bad_settings_are_one_clear_line():
     cases = [
         ({"mode": "nonsense"}, "unknown sandbox mode 'nonsense'; choose one of auto, local, "
-                               "docker, daytona, e2b"),
+                               "docker, daytona, e2b, modal"),
         ({"backend": "gpu"}, "backend: Input should be 'auto', 'ray' or 'threads', got 'gpu'"),
         ({"surprise": 1}, "surprise: unknown setting"),
         ({"pool": {"actors": -1}}, "pool.actors: Input should be greater than or equal to 1"),

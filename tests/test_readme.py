@@ -63,7 +63,7 @@ def test_the_first_command_prints_what_the_readme_shows():
 
 def test_the_shipped_configs_are_the_ones_listed():
     shipped = named_configs()
-    assert shipped == ["cluster", "daytona", "docker", "e2b", "local"]
+    assert shipped == ["cluster", "daytona", "docker", "e2b", "local", "modal"]
     sentence = README[README.index("`--config NAME` takes"):][:120]
     assert all(f"`{name}`" in sentence for name in shipped), sentence
     parser = argparse.ArgumentParser()

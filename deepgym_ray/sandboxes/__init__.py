@@ -40,23 +40,26 @@ PROVIDERS = {
     "docker": "deepgym_ray.sandboxes.docker:DockerProvider",
     "daytona": "deepgym_ray.sandboxes.daytona:DaytonaProvider",
     "e2b": "deepgym_ray.sandboxes.e2b:E2BProvider",
+    "modal": "deepgym_ray.sandboxes.modal:ModalProvider",
 }
 #: ``mode='auto'``'s order: the first cloud whose key is set (and whose SDK is installed:
-#: else a warning, and the next), else the local sandbox. (mode, key variable, SDK module).
-AUTO_ORDER = (("daytona", "DAYTONA_API_KEY", "daytona"), ("e2b", "E2B_API_KEY", "e2b"))
+#: else a warning, and the next), else the local sandbox. (mode, key variable, SDK module);
+#: Modal's token may also be in Modal's config file (``modal token new``).
+AUTO_ORDER = (("daytona", "DAYTONA_API_KEY", "daytona"), ("e2b", "E2B_API_KEY", "e2b"),
+              ("modal", "MODAL_TOKEN_ID", "modal"))
 _warned_missing_sdk: set[str] = set()
 
 
 def resolve_mode(mode: str) -> str:
     """The concrete provider ``mode`` stands for. 'auto': Daytona when ``DAYTONA_API_KEY`` is
-    set, else E2B when ``E2B_API_KEY`` is, else local (a cloud whose SDK is not installed is
-    passed over with a warning)."""
+    set, else E2B when ``E2B_API_KEY`` is, else Modal when a Modal token is configured, else
+    local (a cloud whose SDK is not installed is passed over with a warning)."""
     if mode not in MODES:
         raise ValueError(f"unknown sandbox mode {mode!r}; choose one of {', '.join(MODES)}")
     if mode != "auto":
         return mode
     for cloud, variable, module in AUTO_ORDER:
-        if not os.environ.get(variable):
+        if not _configured(cloud, variable):
             continue
         if _sdk_installed(module):
             return cloud
@@ -65,6 +68,17 @@ def resolve_mode(mode: str) -> str:
             logger.warning("%s is set but the '%s' SDK is not installed (pip install "
                            "'deepgym_ray[%s]'); not using %s", variable, module, cloud, cloud)
     return "local"
+
+
+def _configured(cloud: str, variable: str) -> bool:
+    """Whether ``cloud``'s key is set (Modal's token: also in its config file)."""
+    if os.environ.get(variable):
+        return True
+    if cloud == "modal":
+        from deepgym_ray.sandboxes.modal.options import token_configured
+
+        return token_configured()
+    return False
 
 
 def _sdk_installed(module: str) -> bool:
@@ -141,6 +155,6 @@ def _check_options(mode: str, cls: type, options: dict[str, Any]) -> None:
 
 
 def make_provider(mode: str = "auto", **options: Any) -> SandboxProvider:
-    """A new provider for ``mode`` ('local', 'docker', 'daytona', 'e2b' or 'auto') with
+    """A new provider for ``mode`` ('local', 'docker', 'daytona', 'e2b', 'modal' or 'auto') with
     ``options``."""
     return provider_class(mode)(**options)

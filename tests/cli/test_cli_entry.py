@@ -312,9 +312,9 @@ def test_configs_ship_with_the_package_and_load_by_name(tmp_path):
     from deepgym_ray.config import CONFIGS_DIR, DeepGymConfig, named_configs
 
     assert CONFIGS_DIR.parent.name == "deepgym_ray"  # inside the package: installed with it
-    assert named_configs() == ["cluster", "daytona", "docker", "e2b", "local"]
+    assert named_configs() == ["cluster", "daytona", "docker", "e2b", "local", "modal"]
     assert {DeepGymConfig.from_yaml(name).mode for name in named_configs()} == \
-        {"local", "daytona", "docker", "e2b"}
+        {"local", "daytona", "docker", "e2b", "modal"}
     proc = cli("eval", "coin_change", "--reference", "--config", "local", *LOCAL[2:])
     assert proc.returncode == 0, proc.stderr
     proc = cli("eval", "coin_change", "--reference", "--config", "nowhere")

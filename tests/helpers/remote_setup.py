@@ -1,6 +1,6 @@
 """What the remote providers' tests share: an environment, a wrong answer, the provider's
-options for a local test server (tests/daytona_server, tests/e2b_server), a pool client on
-it, and the checks every remote provider passes through the Ray pool.
+options for a local test server (tests/daytona_server, tests/e2b_server, tests/modal_server),
+a pool client on it, and the checks every remote provider passes through the Ray pool.
 
 Example:
     DaytonaProvider(**options(daytona_server, disk_mb=64))

@@ -1,6 +1,6 @@
 """Agent episodes on the remote providers, each through its real SDK against its local test
 server: Daytona's, whose sandboxes' user is ``daytona`` with passwordless sudo (Daytona's
-default image), and E2B's. The agent's work lasts from one step to the next (the session's
+default image), E2B's and Modal's. The agent's work lasts from one step to the next (the session's
 work area, kept by the in-sandbox program), nothing it starts outlives its step, it cannot
 reach the verifier's files, and the sandbox of an episode is deleted when the episode ends,
 never reused."""
@@ -17,7 +17,7 @@ from deepgym_ray.sessions import Action
 from deepgym_ray.suites import load_environment
 
 pytestmark = pytest.mark.slow
-SERVERS = {"daytona": "daytona_server", "e2b": "e2b_server"}
+SERVERS = {"daytona": "daytona_server", "e2b": "e2b_server", "modal": "modal_server"}
 
 
 def bash(command: str) -> Action:

@@ -8,7 +8,7 @@ check the host after a run. A provider that cannot be built here skips with the 
 Every provider is wrapped in :class:`Recorded`, which delegates everything to it and writes one
 line per sandbox to a ledger file (one JSON object per line, appended atomically, so Ray actor
 processes on this machine can share it): for the local provider the run's uid and its
-directories, for Daytona and E2B (whose test servers run their sandboxes on this machine) the
+directories, for Daytona, E2B and Modal (whose test servers run their sandboxes on this machine) the
 run's uid, so the host check can look for exactly that run's processes and files.
 """
 
@@ -214,6 +214,14 @@ PROVIDERS = [
     # through E2B's daemon, the daemon itself, who may read and write what, cleanup); the full
     # battery by hand (DEEPGYM_FULL_BATTERY=1 ... -k e2b; all held: RELIABILITY.md).
     ProviderCase("e2b", server="e2b_server",
+                 attacks=frozenset({
+                     "read_verifier_and_tests", "read_host_env_secrets", "fake_result_line",
+                     "rewrite_runner_modules", "sudo_escalation", "survivor_double_fork",
+                     "disk_fill", "sandbox_control_daemon"})),
+    # Modal: the same program and judge, run as root through Modal's command router, the
+    # files through a command's stdin. In CI the same attacks as E2B's; the full battery by
+    # hand (DEEPGYM_FULL_BATTERY=1 ... -k modal).
+    ProviderCase("modal", server="modal_server",
                  attacks=frozenset({
                      "read_verifier_and_tests", "read_host_env_secrets", "fake_result_line",
                      "rewrite_runner_modules", "sudo_escalation", "survivor_double_fork",

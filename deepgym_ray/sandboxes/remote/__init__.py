@@ -1,4 +1,4 @@
-"""What every sandbox-cloud provider (Daytona, E2B) shares: :class:`RemoteProvider`.
+"""What every sandbox-cloud provider (Daytona, E2B, Modal) shares: :class:`RemoteProvider`.
 
 A remote provider keeps the sandboxes it made and hands each run one that no other run is
 using: a fresh work directory per run, the solution under a fresh uid, and the run's

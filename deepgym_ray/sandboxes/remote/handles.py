@@ -42,7 +42,8 @@ class Remote:
 
     @property
     def id(self) -> str:
-        return str(getattr(self.sdk, "sandbox_id", None) or self.sdk.id)  # E2B's, Daytona's
+        sdk = self.sdk  # E2B's, Modal's, Daytona's
+        return str(getattr(sdk, "sandbox_id", None) or getattr(sdk, "object_id", None) or sdk.id)
 
 
 @dataclass

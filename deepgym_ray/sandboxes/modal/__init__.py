@@ -1,0 +1,198 @@
+"""The Modal provider: judge runs in Modal sandboxes through the ``modal`` SDK (1.6.4).
+
+Configured by explicit options or Modal's own configuration (``MODAL_TOKEN_ID`` and
+``MODAL_TOKEN_SECRET``, or ``modal token new``; ``MODAL_SERVER_URL``; see ``options``). Each
+environment gets sandboxes of its registry image (``Environment.image``, else the provider's
+``image``) in one Modal app (``app_name``), with the network blocked, the provider's CPU and
+memory, and a lifetime (``lifetime`` seconds, and at least eight times the environment's
+timeout): Modal ends a sandbox then, so a crashed actor never leaks one for longer. A
+lifetime cannot be extended: a sandbox past half of it is not given another run. Everything
+else is what every remote provider does (see ``sandboxes.remote``): sandboxes reused once a
+run's processes are proven gone, a run as one upload and one command (the in-sandbox
+program, which confines it), every call bounded by our own deadline and every failure typed
+(see ``calls``), throttled creates that wait.
+
+A Modal sandbox's commands run as root; files go in through a command's stdin (Modal's file
+calls need a tool of Modal's own images; this works in any image with ``python3``).
+
+Example:
+    provider = ModalProvider(lifetime=600)
+    DeepGym(provider=provider).run(env, answer).score
+    # 1.0
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+from deepgym_ray.exceptions import ProviderTimeoutError, SandboxError, SandboxEvictedError
+from deepgym_ray.models import Environment
+from deepgym_ray.sandboxes.modal.calls import translate
+from deepgym_ray.sandboxes.modal.options import ModalOptions, check_access, load_sdk, make_client
+from deepgym_ray.sandboxes.remote import Remote, RemoteProvider, privilege
+
+__all__ = ["ModalOptions", "ModalProvider"]
+
+logger = logging.getLogger(__name__)
+HOME = "/root"
+STDIN_CHUNK = 8 << 20  # the client sends what one drain has as one message, up to 16 MiB
+# Reads files from stdin: per file a JSON line [path, size], then its bytes; root-only.
+_WRITE_FILES = r"""
+import json, os, sys
+os.umask(0o077)
+data = sys.stdin.buffer
+while True:
+    head = data.readline()
+    if not head:
+        break
+    path, size = json.loads(head)
+    body = data.read(size)
+    if len(body) != size:
+        sys.exit("the input ended inside " + path)
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "wb") as out:
+        out.write(body)
+"""
+
+
+class ModalProvider(RemoteProvider):
+    """Judge runs in Modal sandboxes (see the module docstring); options: ModalOptions."""
+
+    name = "modal"
+    service = "Modal"
+
+    def __init__(self, **options: Any) -> None:
+        super().__init__()
+        self.options = ModalOptions(**options).resolved()
+        self._connect_lock = threading.Lock()
+        self._client: Any = None
+        self._app: Any = None
+        self._images: dict[str, Any] = {}
+
+    @classmethod
+    def preflight(cls, **options: Any) -> None:
+        """Raise SandboxError with one clear line when the SDK is missing, no token is set,
+        or Modal refuses it; return quietly when Modal answers."""
+        check_access(ModalOptions(**options).resolved())
+
+    def translate(self, exc: BaseException, what: str, sandbox_id: str | None = None
+                  ) -> SandboxError:
+        with self._lock:
+            remote = self._remotes.get(sandbox_id or "")
+        return translate(exc, what, sandbox_id, ends_at=remote.ends_at if remote else None,
+                         now=time.monotonic())
+
+    # --- sandboxes -------------------------------------------------------------------------
+
+    def _spec(self, env: Environment) -> tuple:
+        o = self.options
+        # A run may take three times its timeout and its calls' margins: a sandbox reused
+        # until half its lifetime has that left.
+        lifetime = max(o.lifetime, math.ceil(8 * env.timeout + 4 * o.call_timeout + 60))
+        return (env.image or o.image, lifetime)
+
+    def _connection(self, image: str) -> tuple[Any, Any, Any]:
+        """The client, the app and ``image`` (each made once per provider)."""
+        sdk, o = load_sdk(), self.options
+        with self._connect_lock:
+            if self._client is None:
+                self._client = make_client(o)
+            if self._app is None:
+                self._app = self.bounded(sdk.App.lookup, o.app_name, create_if_missing=True,
+                                         client=self._client, deadline=o.call_timeout,
+                                         what="look up the app")
+            if image not in self._images:
+                self._images[image] = sdk.Image.from_registry(image)
+            return self._client, self._app, self._images[image]
+
+    def _open(self, key: tuple) -> Remote:
+        sdk, o = load_sdk(), self.options
+        image, lifetime = key
+        client, app, modal_image = self._connection(image)
+        started = time.monotonic()
+        box = self.bounded(sdk.Sandbox.create, app=app, image=modal_image, timeout=lifetime,
+                           block_network=True, cpu=o.cpu, memory=o.memory_mb,
+                           tags={"deepgym": "judge", "deepgym_instance": self.instance},
+                           client=client, deadline=o.create_timeout, what="create a sandbox")
+        return Remote(sdk=box, key=key, home=HOME, root=privilege.RootAccess(),
+                      memory_mb=o.memory_mb, ends_at=started + lifetime)
+
+    def _still_running(self, remote: Remote) -> bool:
+        """A sandbox past half its lifetime takes no more runs; one idle for
+        ``state_check_after`` seconds is looked at (one call)."""
+        o, now = self.options, time.monotonic()
+        if remote.ends_at is not None and remote.ends_at - now < remote.key[1] / 2:
+            return False
+        if now - remote.last_used < o.state_check_after:
+            return True
+        try:
+            return self.bounded(remote.sdk.poll, deadline=o.call_timeout,
+                                what="look at the sandbox", sandbox_id=remote.id) is None
+        except SandboxError:
+            return False
+
+    def _delete(self, remote: Remote) -> str | None:
+        """Terminate a sandbox: None once it is gone (or was already), else why not (logged;
+        ``close`` tries once more, and its lifetime ends it in the end)."""
+        try:
+            self.bounded(remote.sdk.terminate, deadline=self.options.call_timeout,
+                         what="terminate a sandbox", sandbox_id=remote.id)
+        except SandboxEvictedError:  # gone already
+            return None
+        except SandboxError as exc:
+            logger.warning("could not terminate Modal sandbox %s: %s", remote.id, exc)
+            return f"{type(exc).__name__}: {exc}"
+        return None
+
+    # --- a run's two calls ---------------------------------------------------------------
+
+    def _upload(self, remote: Remote, files: list[tuple[str, bytes]]) -> None:
+        payload = b"".join(json.dumps([path, len(data)]).encode() + b"\n" + data
+                           for path, data in files)
+        proc = remote.sdk.exec("python3", "-I", "-S", "-c", _WRITE_FILES, text=False,
+                               timeout=math.ceil(self.options.call_timeout))
+        for start in range(0, len(payload), STDIN_CHUNK):
+            proc.stdin.write(payload[start:start + STDIN_CHUNK])
+            proc.stdin.drain()
+        proc.stdin.write_eof()
+        proc.stdin.drain()
+        code = proc.wait()
+        if code == -1:  # the client's deadline for the command passed
+            raise ProviderTimeoutError(f"writing the run's files: no end within "
+                                       f"{self.options.call_timeout:.0f}s", sandbox_id=remote.id)
+        if code != 0:
+            said = proc.stderr.read().decode("utf-8", "replace").strip().splitlines()
+            raise SandboxError(f"writing the run's files failed (exit code {code}): "
+                               + (said[-1] if said else "nothing said"), sandbox_id=remote.id)
+
+    def _execute(self, remote: Remote, command: str, timeout: float,
+                 complete: Callable[[str, str], bool]) -> tuple[str, str, Any]:
+        # The command's output ends at its end (Modal's router keeps all of it): complete.
+        # Its own bound lies beyond ours (the run's deadline), which is the one that fires.
+        limit = math.ceil(timeout + 3 * self.options.call_timeout)
+        proc = remote.sdk.exec("bash", "-c", command, text=False, timeout=limit)
+        stdout, stderr = proc.stdout.read(), proc.stderr.read()
+        code = proc.wait()
+        if code == -1:  # the client's deadline for the command passed (ours comes first)
+            raise ProviderTimeoutError(f"the run's program: no end within {limit}s",
+                                       sandbox_id=remote.id)
+        return (stdout.decode("utf-8", "surrogateescape"),
+                stderr.decode("utf-8", "surrogateescape"), code)
+
+    def close(self) -> None:
+        try:
+            super().close()
+        finally:
+            with self._connect_lock:
+                client, self._client, self._app = self._client, None, None
+            if client is not None:
+                try:
+                    client.close()
+                except Exception as exc:  # noqa: BLE001 - its sandboxes are gone already
+                    logger.debug("closing the Modal client: %s", exc)
