@@ -15,7 +15,8 @@ A create that Daytona throttles (its rate limit, the organization's quota) waits
 again, up to ``throttle_wait`` seconds (see ``sandboxes.throttle``).
 
 How a run is confined inside a sandbox (as root, or through its user's sudo; what happens
-without either) and how its secrets travel: docs/internals.md, "The Daytona, E2B and Modal sandboxes".
+without either) and how its secrets travel: docs/internals.md, "The Daytona, E2B and Modal
+sandboxes".
 
 A run costs two calls (see ``sandboxes.remote``, which this provider shares with E2B's): one
 bulk upload (the run's files and spec; the judge once per sandbox) and one session command,
