@@ -183,8 +183,8 @@ class ModalTestServer:
 
     async def fault(self, call: str, stream: Any, box: ModalBox | None = None) -> None:
         """Carry out the fault table's rule for ``call``, if one fires: raise its status,
-        hang till released, drop the stream, or (``vanish``) let the call through and make
-        the sandbox go away a moment later, while its command runs."""
+        hang till released, drop the stream, or (``vanish``) make the sandbox go away and
+        let the call through: the command it starts is never heard of again."""
         rule = self.faults.pick(call)
         if rule is None:
             return
@@ -197,8 +197,5 @@ class ModalTestServer:
         if rule.action == "drop":
             await stream.cancel()  # RST_STREAM; the error after it goes nowhere
             raise GRPCError(Status.CANCELLED, "injected: the stream drops")
-        if rule.action == "vanish" and box is not None:
-            async def vanish() -> None:
-                await asyncio.sleep(0.3)
-                await self.end(box, Ended.GENERIC_STATUS_TERMINATED, forget=True)
-            asyncio.ensure_future(vanish())
+        if rule.action == "vanish" and box is not None:  # the call is answered; then no more
+            await self.end(box, Ended.GENERIC_STATUS_TERMINATED, forget=True)

@@ -75,6 +75,16 @@ def _battery_case_and_attack(item):
 BATCH_TIMEOUT = 1200  # seconds, for a test that runs a provider's whole batch
 
 
+def _session_attack_left_out(item) -> bool:
+    """A session attack on a provider that runs only some of them in CI (session_attacks)."""
+    from session_attacks import CI_ONLY
+
+    callspec = getattr(item, "callspec", None)
+    provider = callspec.params.get("provider") if callspec is not None else None
+    wanted = CI_ONLY.get(provider)
+    return wanted is not None and item.module.__name__ not in wanted
+
+
 @pytest.hookimpl(trylast=True)  # after -k and -m have deselected theirs
 def pytest_collection_modifyitems(config, items):
     """A provider case that names its ``attacks`` runs only those: the others are deselected
@@ -83,8 +93,8 @@ def pytest_collection_modifyitems(config, items):
     keep, drop = [], []
     for item in items:
         case, attack = _battery_case_and_attack(item)
-        left_out = getattr(case, "attacks", None) is not None and attack is not None \
-            and attack.name not in case.attacks \
+        left_out = (getattr(case, "attacks", None) is not None and attack is not None
+                    and attack.name not in case.attacks or _session_attack_left_out(item)) \
             and os.environ.get("DEEPGYM_FULL_BATTERY") != "1"
         (drop if left_out else keep).append(item)
     if drop:
@@ -144,12 +154,29 @@ def session_pool_local(ray_local):
     client.close()
 
 
-@pytest.fixture(scope="session")
-def session_pool_daytona(ray_local, daytona_server):
-    """The same on the Daytona test server (its user is ``daytona``, with sudo)."""
+def _remote_session_pool(request, mode: str, server_fixture: str):
     from deepgym_ray.pool import get_pool
 
-    client = _session_pool("daytona", "daytona", **daytona_server.provider_options())
+    server = request.getfixturevalue(server_fixture)
+    client = _session_pool(mode, mode, **server.provider_options())
     yield client
     get_pool(client).shutdown()
     client.close()
+
+
+@pytest.fixture(scope="session")
+def session_pool_daytona(request, ray_local):
+    """The same on the Daytona test server (its user is ``daytona``, with sudo)."""
+    yield from _remote_session_pool(request, "daytona", "daytona_server")
+
+
+@pytest.fixture(scope="session")
+def session_pool_e2b(request, ray_local):
+    """The same on the E2B test server."""
+    yield from _remote_session_pool(request, "e2b", "e2b_server")
+
+
+@pytest.fixture(scope="session")
+def session_pool_modal(request, ray_local):
+    """The same on the Modal test server."""
+    yield from _remote_session_pool(request, "modal", "modal_server")

@@ -65,13 +65,19 @@ EVERYWHERE = ("/ " + " ".join(f"--exclude-dir={d}" for d in (
     "opt")))
 
 
-PROVIDERS = ["local", "docker", "daytona"]  # those sessions run on
+PROVIDERS = ["local", "docker", "daytona", "e2b", "modal"]  # those sessions run on
 # Alone as well as in the batch where alone checks more: on the local sandbox that no process
 # of the episode's uid is left; Docker's zygote path differs from its pool's. On Daytona the
 # batch runs every variant the same way (and its sandbox is deleted at the episode's end).
 ALONE = ["local", "docker"]
 BATCH_CLIENTS = {"local": "session_pool_local", "docker": "repo_pool",
-                 "daytona": "session_pool_daytona"}
+                 "daytona": "session_pool_daytona", "e2b": "session_pool_e2b",
+                 "modal": "session_pool_modal"}
+# E2B and Modal run the agent's steps through the same in-sandbox program as Daytona: in CI,
+# the attacks on what differs (the verifier's files and the step program in their sandboxes);
+# all of them with DEEPGYM_FULL_BATTERY=1 (tests/security/conftest.py deselects the rest).
+CI_ONLY = {provider: {"test_session_reads_the_verifier", "test_session_kills_the_step_program"}
+           for provider in ("e2b", "modal")}
 
 
 def bash(command: str) -> Action:
