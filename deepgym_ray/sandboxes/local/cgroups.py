@@ -35,18 +35,23 @@ Example:
 
 from __future__ import annotations
 
-import logging
 import os
 import signal
 import time
 from pathlib import Path
 
-logger = logging.getLogger(__name__)
-
 ROOT = Path("/sys/fs/cgroup")
 CONTROLLERS = ("freezer", "memory", "pids", "cpu", "cpuacct")
 PREFIX = "deepgym-"
 KILL_WAIT = 10.0
+
+
+def _log_error(message: str, *args: object) -> None:
+    # logging is imported only to say this: the module also runs in every remote run's
+    # program (as deepgym_remote_cgroups), where importing it cost more than the rest
+    import logging
+
+    logging.getLogger(__name__).error(message, *args)
 
 
 def _own_path(controller: str) -> str | None:
@@ -161,7 +166,7 @@ class RunCgroup:
                 if freezer is not None:
                     _write(freezer / "freezer.state", "THAWED")  # a frozen task cannot die
                 if time.monotonic() > deadline:
-                    logger.error("processes %s of a run survived SIGKILL for %ss",
+                    _log_error("processes %s of a run survived SIGKILL for %ss",
                                  sorted(pids), KILL_WAIT)
                     return False
                 time.sleep(0.001)
@@ -206,7 +211,7 @@ class RunCgroup:
             except FileNotFoundError:
                 pass
             except OSError as exc:
-                logger.error("cannot remove the run's cgroup %s: %s", group, exc)
+                _log_error("cannot remove the run's cgroup %s: %s", group, exc)
                 ok = False
         return ok
 

@@ -357,6 +357,35 @@ def take_ownership(run_dir):
             os.chmod(path, stat.S_IMODE(found.st_mode) & ~0o022)
 
 
+def compile_judge():
+    """As root, once per upload of the judge: bytecode for its modules in its root-only
+    directory, so that every process of every later run (this program, the runner, the
+    solution's) loads it instead of compiling the source again (``-B`` stops writing it, not
+    reading it). Python checks each file's bytecode against its source when it imports it."""
+    tag = sys.implementation.cache_tag
+    stale = []
+    for name in os.listdir(HERE):
+        if not name.endswith(".py"):
+            continue
+        source = os.path.join(HERE, name)
+        cached = os.path.join(HERE, "__pycache__", f"{name[:-3]}.{tag}.pyc")
+        try:
+            if os.stat(cached).st_mtime >= os.stat(source).st_mtime:
+                continue
+        except OSError:
+            pass
+        stale.append((source, cached))
+    if stale and tag:
+        import py_compile
+
+        old = os.umask(0o022)  # readable by the solution's uid, writable by root alone
+        try:
+            for source, cached in stale:
+                py_compile.compile(source, cfile=cached, doraise=False, quiet=2)
+        finally:
+            os.umask(old)
+
+
 def main():
     run_dir = os.path.abspath(sys.argv[1])
     holder, work = run_dir + "-s", os.path.join(run_dir + "-s", "work")
@@ -364,6 +393,7 @@ def main():
     os.chmod(run_dir, 0o700)  # before the spec is read: it holds the run's secrets
     if os.geteuid() == 0:
         take_ownership(run_dir)
+        compile_judge()
     with open(spec_path, encoding="utf-8") as f:
         spec = json.load(f)
     os.unlink(spec_path)

@@ -77,11 +77,11 @@ def _inside(server, sandbox, path):
 
 
 def _writable_judge_files(server, sandbox):
-    """The judge's files (and its directory) that anyone but root owns or may write: code
-    that later runs execute as root."""
+    """The judge's files (and its directory, and the bytecode of its modules) that anyone but
+    root owns or may write: code that later runs execute as root."""
     judge = _inside(server, sandbox, sandbox.handle.remote.judge_dir)
     found = []
-    for path in [judge, *judge.iterdir()]:
+    for path in [judge, *judge.rglob("*")]:
         info = path.lstat()
         if info.st_uid != 0 or info.st_gid != 0 or info.st_mode & 0o022:
             found.append(f"{path.name}: uid {info.st_uid} mode {oct(info.st_mode)}")
@@ -117,6 +117,10 @@ def test_sandboxes_are_reused_cleaned_and_deleted_on_close(either_server):
         assert not _processes_of(sandbox.handle.uid), sandbox
     assert _left_in_sandbox(server, made[0]) == []
     assert _writable_judge_files(server, made[0]) == []
+    # compiled once, by root: every later run's processes load the judge's bytecode
+    judge = _inside(server, made[0], made[0].handle.remote.judge_dir)
+    assert {p.name.split(".")[0] for p in (judge / "__pycache__").glob("*.pyc")} >= \
+        {"deepgym_runner", "deepgym_remote_cgroups", "deepgym_proc", "deepgym_solution"}
     held = provider.live_sandboxes()
     assert held and set(held) <= set(server.live_sandboxes())
     client.close()
