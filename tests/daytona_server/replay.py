@@ -1,5 +1,5 @@
 """Bench mode of the local Daytona server: a judge run seen before is answered from the first
-real run's output (re-tagged with this run's token) instead of executed again, so this
+real run's output (re-tagged with this run's token and stdout end mark) instead of executed again, so this
 machine's CPU does not stand in for the cloud's. A run is known by its files (in the run's spec,
 ``.deepgym-run``, uploaded before its session command); the spec's uid and token differ for
 every run and are left out.
@@ -24,12 +24,13 @@ class Replays:
     """First outputs by run; safe to use from the server's threads."""
 
     def __init__(self) -> None:
-        self._seen: dict[str, tuple[str, int | None, bytes, bytes]] = {}
+        self._seen: dict[str, tuple[tuple[str, str], int | None, bytes, bytes]] = {}
         self._lock = threading.Lock()
 
     @staticmethod
-    def key(uploaded: list[tuple[str, bytes]]) -> tuple[str, str] | None:
-        """(what identifies the run, its token) when the upload was a judge run's."""
+    def key(uploaded: list[tuple[str, bytes]]) -> tuple[str, str, str] | None:
+        """(what identifies the run, its token, its stdout's end mark) when the upload was
+        a judge run's."""
         spec = next((c for p, c in uploaded if PurePosixPath(p).name == SPEC), None)
         try:
             fields = json.loads(spec)
@@ -38,22 +39,26 @@ class Replays:
             return None
         files = sorted((fields.get("files") or {}).items())
         digest = hashlib.sha256(json.dumps([files, fields.get("env")]).encode()).hexdigest()
-        return digest, token
+        return digest, token, str(fields.get("end") or "")
 
-    def answer(self, key: tuple[str, str] | None) -> tuple[int | None, bytes, bytes] | None:
+    def answer(self, key: tuple[str, str, str] | None
+               ) -> tuple[int | None, bytes, bytes] | None:
         """The first run's (exit code, stdout, stderr) re-tagged for this one, if seen."""
         with self._lock:
             seen = self._seen.get(key[0]) if key is not None else None
         if seen is None:
             return None
-        token, code, out, err = seen
-        return code, out.replace(token.encode(), key[1].encode()), err
+        (token, end), code, out, err = seen
+        out = out.replace(token.encode(), key[1].encode())
+        if end:
+            out = out.replace(end.encode(), key[2].encode())
+        return code, out, err
 
-    def remember(self, key: tuple[str, str] | None, code: int | None, out: bytes,
+    def remember(self, key: tuple[str, str, str] | None, code: int | None, out: bytes,
                  err: bytes) -> None:
         if key is not None:
             with self._lock:
-                self._seen.setdefault(key[0], (key[1], code, out, err))
+                self._seen.setdefault(key[0], ((key[1], key[2]), code, out, err))
 
 
 def parse_multipart(content_type: str, body: bytes) -> list[tuple[str, bytes]]:

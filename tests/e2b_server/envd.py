@@ -198,6 +198,9 @@ class EnvdApp:
                                             "message": f"The sandbox {sid} was not found"})
         call = "process" if path == "/process.Process/Start" else \
             "files" if path == "/files" else None
+        delay = self.server.faults.delay_for(call) if call else 0.0
+        if delay:
+            await asyncio.sleep(delay)
         rule = self.server.faults.pick(call) if call else None
         if rule is not None and call == "files" and rule.action != "drop":
             body = await _read_body(receive)  # a server answers once it has the request

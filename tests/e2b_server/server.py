@@ -247,6 +247,9 @@ class _Handler(BaseHTTPRequestHandler):
         if self.headers.get("X-API-Key") != server.api_key:
             return self._reply(401, {"code": 401, "message": "Invalid API key"})
         call, params = route
+        delay = server.faults.delay_for(call)
+        if delay:
+            time.sleep(delay)
         rule = server.faults.pick(call)
         if rule is not None and rule.action == "status":
             return self._reply(rule.status, {"code": rule.status,

@@ -182,9 +182,13 @@ class ModalTestServer:
     # --- faults -----------------------------------------------------------------------------
 
     async def fault(self, call: str, stream: Any, box: ModalBox | None = None) -> None:
-        """Carry out the fault table's rule for ``call``, if one fires: raise its status,
-        hang till released, drop the stream, or (``vanish``) make the sandbox go away and
-        let the call through: the command it starts is never heard of again."""
+        """Wait the call's latency, if any; then carry out the fault table's rule for
+        ``call``, if one fires: raise its status, hang till released, drop the stream, or
+        (``vanish``) make the sandbox go away and let the call through: the command it
+        starts is never heard of again."""
+        delay = self.faults.delay_for(call)
+        if delay:
+            await asyncio.sleep(delay)
         rule = self.faults.pick(call)
         if rule is None:
             return
