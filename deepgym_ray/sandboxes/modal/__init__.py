@@ -13,7 +13,8 @@ program, which confines it), every call bounded by our own deadline and every fa
 (see ``calls``), throttled creates that wait.
 
 A Modal sandbox's commands run as root; files go in through a command's stdin (Modal's file
-calls need a tool of Modal's own images; this works in any image with ``python3``).
+calls need a tool of Modal's own images; this works in any image with ``python3``): a run is
+one command, whose shell writes the run's spec from its stdin and then runs the program.
 
 Example:
     provider = ModalProvider(lifetime=600)
@@ -43,8 +44,9 @@ __all__ = ["ModalOptions", "ModalProvider"]
 logger = logging.getLogger(__name__)
 HOME = "/root"
 STDIN_CHUNK = 8 << 20  # the client sends what one drain has as one message, up to 16 MiB
-# Writes one file from stdin, root-only.
-_WRITE_ONE = 'umask 077 && mkdir -p -- "$1" && exec cat > "$2"'
+# Writes a run's spec from stdin (root-only), then runs the run's program (umask as it was).
+_WRITE_THEN_RUN = ('u=$(umask) && umask 077 && mkdir -p -- "$1" && cat > "$2" && umask "$u" '
+                   '&& exec bash -c "$3"')
 # Reads files from stdin: per file a JSON line [path, size], then its bytes; root-only.
 _WRITE_FILES = r"""
 import json, os, sys
@@ -62,6 +64,15 @@ while True:
     with open(path, "wb") as out:
         out.write(body)
 """
+
+
+def _feed(proc: Any, data: bytes) -> None:
+    """``data`` on the command's stdin, then its end."""
+    for start in range(0, len(data), STDIN_CHUNK):
+        proc.stdin.write(data[start:start + STDIN_CHUNK])
+        proc.stdin.drain()
+    proc.stdin.write_eof()
+    proc.stdin.drain()
 
 
 class ModalProvider(RemoteProvider):
@@ -156,21 +167,15 @@ class ModalProvider(RemoteProvider):
     # --- a run's two calls ---------------------------------------------------------------
 
     def _upload(self, remote: Remote, files: list[tuple[str, bytes]]) -> None:
-        timeout = math.ceil(self.options.call_timeout)
-        if len(files) == 1:  # a run's spec: a shell writes it (a Python start costs 20 ms)
-            ((path, payload),) = files
-            proc = remote.sdk.exec("sh", "-c", _WRITE_ONE, "sh", posixpath.dirname(path), path,
-                                   text=False, timeout=timeout)
-        else:  # the judge's files, once per sandbox
-            payload = b"".join(json.dumps([path, len(data)]).encode() + b"\n" + data
-                               for path, data in files)
-            proc = remote.sdk.exec("python3", "-I", "-S", "-c", _WRITE_FILES, text=False,
-                                   timeout=timeout)
-        for start in range(0, len(payload), STDIN_CHUNK):
-            proc.stdin.write(payload[start:start + STDIN_CHUNK])
-            proc.stdin.drain()
-        proc.stdin.write_eof()
-        proc.stdin.drain()
+        if len(files) == 1:  # a run's spec: it goes in on the program's own stdin (one exec)
+            remote.staged = files
+            return
+        # the judge's files, once per sandbox
+        payload = b"".join(json.dumps([path, len(data)]).encode() + b"\n" + data
+                           for path, data in files)
+        proc = remote.sdk.exec("python3", "-I", "-S", "-c", _WRITE_FILES, text=False,
+                               timeout=math.ceil(self.options.call_timeout))
+        _feed(proc, payload)
         code = proc.wait()
         if code == -1:  # the client's deadline for the command passed
             raise ProviderTimeoutError(f"writing the run's files: no end within "
@@ -185,7 +190,14 @@ class ModalProvider(RemoteProvider):
         # The command's output ends at its end (Modal's router keeps all of it): complete.
         # Its own bound lies beyond ours (the run's deadline), which is the one that fires.
         limit = math.ceil(timeout + 3 * self.options.call_timeout)
-        proc = remote.sdk.exec("bash", "-c", command, text=False, timeout=limit)
+        staged, remote.staged = remote.staged, []
+        if staged:  # the spec first, written from stdin by the shell that then runs it
+            ((path, spec),) = staged
+            proc = remote.sdk.exec("sh", "-c", _WRITE_THEN_RUN, "sh", posixpath.dirname(path),
+                                   path, command, text=False, timeout=limit)
+            _feed(proc, spec)
+        else:
+            proc = remote.sdk.exec("bash", "-c", command, text=False, timeout=limit)
         stdout, stderr = proc.stdout.read(), proc.stderr.read()
         code = proc.wait()
         if code == -1:  # the client's deadline for the command passed (ours comes first)

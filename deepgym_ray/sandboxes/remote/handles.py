@@ -31,6 +31,8 @@ class Remote:
     judge_digest: str | None = None  # which judge files are in its judge directory
     confinement: dict | None = None  # what its first run could apply (see in_sandbox)
     ends_at: float | None = None  # (monotonic) where the provider ends it at a set time
+    # files a provider sends in with its next command rather than by a call of their own
+    staged: list[tuple[str, bytes]] = field(default_factory=list)
 
     @property
     def as_root(self) -> bool:
