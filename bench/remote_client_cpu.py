@@ -28,6 +28,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+from daytona_latency import cpu_seconds  # noqa: E402 - the bench beside this one
+
 os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
 os.environ.setdefault("RAY_NODE_IP_ADDRESS", "127.0.0.1")
 os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")  # keeps Ray on 127.0.0.1
@@ -48,14 +50,6 @@ def start_server(provider: str, latency: float) -> tuple[subprocess.Popen, dict]
     if provider == "daytona":  # its CLI prints its address and key
         info = {"api_key": info["api_key"], "api_url": info["url"]}
     return proc, info
-
-
-def cpu_seconds(pid: int) -> float:
-    try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    except OSError:
-        return 0.0
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def measure(provider: str, runs: int, parallel: int, latency: float) -> dict:

@@ -7,45 +7,27 @@ adds seconds to every call; ``--fail-rate`` answers that share of calls with
 
 from __future__ import annotations
 
-import argparse
-import json
-import signal
-import threading
-
 from .server import DaytonaTestServer
+from .standalone import parser, serve
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m daytona_server")
-    parser.add_argument("--host", default="127.0.0.1")
-    parser.add_argument("--port", type=int, default=0)
-    parser.add_argument("--api-key", default="test-key")
-    parser.add_argument("--latency", type=float, default=0.0)
-    parser.add_argument("--fail-rate", type=float, default=0.0)
-    parser.add_argument("--fail-status", type=int, default=503)
-    parser.add_argument("--faults", help="a JSON file of fault rules")
-    parser.add_argument("--user", help="the sandboxes' user, when not root (e.g. daytona)")
-    parser.add_argument("--sudo", choices=["nopasswd", "password"],
-                        help="what sudo gives that user")
-    parser.add_argument("--replay", action="store_true",
-                        help="answer a judge run seen before from its first real run (benches)")
-    args = parser.parse_args(argv)
+    options = parser("python -m daytona_server")
+    options.add_argument("--port", type=int, default=0)
+    options.add_argument("--api-key", default="test-key")
+    options.add_argument("--fail-rate", type=float, default=0.0)
+    options.add_argument("--fail-status", type=int, default=503)
+    options.add_argument("--user", help="the sandboxes' user, when not root (e.g. daytona)")
+    options.add_argument("--sudo", choices=["nopasswd", "password"],
+                         help="what sudo gives that user")
+    options.add_argument("--replay", action="store_true",
+                         help="answer a judge run seen before from its first real run (benches)")
+    args = options.parse_args(argv)
     server = DaytonaTestServer(args.host, args.port, api_key=args.api_key, replay=args.replay,
                                user=args.user, sudo=args.sudo)
-    if args.latency:
-        server.faults.set_latency(args.latency)
     if args.fail_rate:
         server.faults.add("*", "status", status=args.fail_status, times=None, rate=args.fail_rate)
-    if args.faults:
-        with open(args.faults, encoding="utf-8") as f:
-            server.faults.load(json.load(f))
-    server.start()
-    print(json.dumps({"url": server.url, "api_key": server.api_key}), flush=True)
-    stop = threading.Event()
-    signal.signal(signal.SIGTERM, lambda *_: stop.set())
-    signal.signal(signal.SIGINT, lambda *_: stop.set())
-    stop.wait()
-    server.stop()
+    serve(server, args, lambda: {"url": server.url, "api_key": server.api_key})
 
 
 if __name__ == "__main__":

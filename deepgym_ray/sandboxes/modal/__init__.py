@@ -97,10 +97,8 @@ class ModalProvider(RemoteProvider):
 
     def translate(self, exc: BaseException, what: str, sandbox_id: str | None = None
                   ) -> SandboxError:
-        with self._lock:
-            remote = self._remotes.get(sandbox_id or "")
-        return translate(exc, what, sandbox_id, ends_at=remote.ends_at if remote else None,
-                         now=time.monotonic())
+        ends_at, now = self.lifetime_left(sandbox_id)
+        return translate(exc, what, sandbox_id, ends_at=ends_at, now=now)
 
     # --- sandboxes -------------------------------------------------------------------------
 

@@ -129,6 +129,13 @@ class RemoteProvider(SandboxProvider):
         """Delete a sandbox: None once it is gone (or was already), else why not."""
         raise NotImplementedError
 
+    def lifetime_left(self, sandbox_id: str | None) -> tuple[float | None, float]:
+        """(where the lifetime of the held sandbox ``sandbox_id`` ends, now), both monotonic
+        (None: not held, or no set end): what tells an expired sandbox from an evicted one."""
+        with self._lock:
+            remote = self._remotes.get(sandbox_id or "")
+        return (remote.ends_at if remote else None), time.monotonic()
+
     def _fresh_for(self) -> float:
         """How long an idle sandbox stays fit for reuse without a look (default: always)."""
         return float("inf")
