@@ -23,6 +23,10 @@ def server(daytona_server):
     yield daytona_server
     daytona_server.faults.clear()
 
+# A hung deletion is given up after its call's bound; a short one keeps these tests short, but
+# under load (scripts/stress_tests.sh) a sudo probe or an upload took over 2 s.
+CALL_TIMEOUT = 6.0
+
 
 def _labelled(server, instance: str) -> list[str]:
     """The server's live sandboxes made by the provider ``instance`` (its label)."""
@@ -36,7 +40,8 @@ def test_a_sandbox_discarded_in_the_background_is_deleted_before_close_returns(s
     """The run fails, so its sandbox is discarded and deleted on a thread of its own; that
     deletion hangs. close() waits for it, tries again once it failed, and returns with
     nothing of the client's left on the server."""
-    client = DeepGym(mode="daytona", backend="threads", **options(server, call_timeout=2.0))
+    client = DeepGym(mode="daytona", backend="threads",
+                     **options(server, call_timeout=CALL_TIMEOUT))
     provider = client.provider
     server.faults.add("session_exec", "status", status=500)
     server.faults.add("delete", "hang")
@@ -51,7 +56,8 @@ def test_a_sandbox_discarded_in_the_background_is_deleted_before_close_returns(s
 
 
 def test_close_names_the_sandboxes_it_could_not_delete(server):
-    client = DeepGym(mode="daytona", backend="threads", **options(server, call_timeout=2.0))
+    client = DeepGym(mode="daytona", backend="threads",
+                     **options(server, call_timeout=CALL_TIMEOUT))
     provider = client.provider
     assert client.run(ENV, ENV.reference_solution).score == 1.0
     [kept] = _labelled(server, provider.instance)  # kept for the next run
@@ -73,7 +79,7 @@ def test_closing_a_pool_client_deletes_its_actors_sandboxes(server, ray_local):
     pool = PoolConfig(name=f"daytona-close-{uuid.uuid4().hex[:8]}", actors=1,
                       actor_concurrency=4, num_cpus_per_actor=0.1)
     config = DeepGymConfig(mode="daytona", pool=pool, max_parallel=4,
-                           provider_options=options(server, call_timeout=2.0))
+                           provider_options=options(server, call_timeout=CALL_TIMEOUT))
     client = DeepGym(config=config)
     server.faults.add("session_exec", "status", status=500)
     server.faults.add("delete", "hang")

@@ -71,11 +71,15 @@ def test_commands_run_as_root_with_output_input_exit_code_and_their_own_timeout(
 
 
 def test_a_sandbox_ends_at_its_lifetime(sdk):
+    from modal_proto import api_pb2
+
     box = _create(sdk, timeout=2)
-    assert box.poll() is None
     with pytest.raises(modal.exception.SandboxTimeoutError):
         box.wait(raise_on_termination=False)
     assert box.returncode == 124 and box.object_id not in sdk[0].live_sandboxes()
+    # ended by its lifetime (nothing else ends one with TIMEOUT)
+    ended = sdk[0].boxes[box.object_id].result.status
+    assert ended == api_pb2.GenericResult.GENERIC_STATUS_TIMEOUT
 
 
 def test_the_token_and_the_routers_token_are_checked(sdk):
