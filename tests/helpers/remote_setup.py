@@ -92,3 +92,26 @@ def check_sprinkled_faults(client, server, rules: list[tuple[str, str, int, int 
     assert len(results) == len(answers)
     assert all(r.has_verdict for r in results), [r.details for r in results if not r.has_verdict]
     assert [r.score for r in results] == [1.0 if i % 3 else 0.0 for i in range(30)]
+
+
+def result_while_running(provider, server, answer, running, act):
+    """Start ``answer`` on ``provider`` (a client on threads); once ``running(server)`` names
+    a sandbox of the provider's whose command runs (the server is shared with other tests),
+    ``act(sid)``; the run's result."""
+    import threading
+    import time
+
+    from deepgym_ray.client import DeepGym
+
+    client = DeepGym(provider=provider, backend="threads")
+    done: list = []
+    runner = threading.Thread(target=lambda: done.append(client.run_safe(ENV, answer)))
+    runner.start()
+    deadline = time.monotonic() + 60
+    while (sid := running(server)) is None:
+        assert time.monotonic() < deadline and runner.is_alive(), done
+        time.sleep(0.05)
+    act(sid)
+    runner.join(60)
+    client.close()
+    return done[0]

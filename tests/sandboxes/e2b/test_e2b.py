@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import logging
 import sys
-import threading
 import time
 
 import pytest
@@ -200,25 +199,13 @@ def test_a_run_that_may_outlive_the_lifetime_extends_it_and_so_does_an_old_idle_
 
 
 def _while_running(provider, server, answer, act):
-    """Start ``answer`` on ``provider``; once its command runs in a sandbox of the provider's
-    (the server is shared with other tests), ``act(sid)``; the run's result."""
-    client = DeepGym(provider=provider, backend="threads")
-    done: list = []
-    runner = threading.Thread(target=lambda: done.append(client.run_safe(ENV, answer)))
-    runner.start()
-    deadline = time.monotonic() + 60
-    while True:
+    """``answer``'s result, ``act(sid)`` done once its command runs in a sandbox of
+    ``provider``'s."""
+    def running(server):
         with server.lock:
-            mine = [box for box in server.boxes.values()
-                    if box.metadata.get("deepgym.instance") == provider.instance and box.procs]
-        if mine:
-            break
-        assert time.monotonic() < deadline and runner.is_alive(), done
-        time.sleep(0.05)
-    act(mine[0].id)
-    runner.join(60)
-    client.close()
-    return done[0]
+            return next((box.id for box in server.boxes.values() if box.procs and
+                         box.metadata.get("deepgym.instance") == provider.instance), None)
+    return remote_setup.result_while_running(provider, server, answer, running, act)
 
 
 def test_a_sandbox_that_reaches_its_lifetime_mid_run_is_expired(server, provider):

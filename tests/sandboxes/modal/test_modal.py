@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import logging
 import sys
-import threading
 import time
 
 import pytest
@@ -212,26 +211,16 @@ def test_a_sandbox_past_half_its_lifetime_is_not_reused(server, provider):
 
 
 def _while_running(provider, server, answer, act):
-    """Start ``answer`` on ``provider``; once its command runs in a sandbox of the provider's
-    (the server is shared with other tests), ``act(sid)``; the run's result."""
-    client = DeepGym(provider=provider, backend="threads")
-    done: list = []
-    runner = threading.Thread(target=lambda: done.append(client.run_safe(ENV, answer)))
-    runner.start()
-    deadline = time.monotonic() + 60
-    while True:
-        mine = [box for box in list(server.boxes.values())
-                if box.tags.get("deepgym_instance") == provider.instance
-                and len(box.execs) >= 2]  # the upload, then the program
-        if mine:
-            break
-        assert time.monotonic() < deadline and runner.is_alive(), done
-        time.sleep(0.05)
-    time.sleep(0.5)  # the program has started the run
-    act(mine[0].id)
-    runner.join(60)
-    client.close()
-    return done[0]
+    """``answer``'s result, ``act(sid)`` done once its program runs in a sandbox of
+    ``provider``'s (the judge's upload, then the program, started; and half a second for the
+    program to start the run)."""
+    def running(server):
+        found = next((box.id for box in list(server.boxes.values()) if len(box.execs) >= 2 and
+                      box.tags.get("deepgym_instance") == provider.instance), None)
+        if found is not None:
+            time.sleep(0.5)
+        return found
+    return remote_setup.result_while_running(provider, server, answer, running, act)
 
 
 def test_a_sandbox_that_reaches_its_lifetime_mid_run_is_expired(server, provider):
