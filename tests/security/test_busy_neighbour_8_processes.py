@@ -3,23 +3,29 @@
 
 from harness import Attack
 
-# Twenty cases, each about 0.12 s of the solution's own CPU on an idle core (a quarter of the
+# Twelve cases, each about 0.12 s of the solution's own CPU on an idle core (a quarter of the
 # case timeout): scored by the fraction answered within the case timeout. Judged on wall-clock
 # time, a neighbour's load turns the innocent's cases into timeouts.
 VERIFIER = '''
 from deepgym_solution import load_solution
 
+# As many cases as keep the attack busy (each runs to the case timeout) while the innocent
+# answers all of its own: the attack's 8 processes live as long as its run, and more cases
+# only lengthen the run, at both cores' cost, after the innocent is done.
+CASES = 12
+
 
 def verify(solution_path, test_cases_path=None):
     sol = load_solution(solution_path)
     good, failed = 0, []
-    for k in range(20):
+    for k in range(CASES):
         n = 1500000 + k
         try:
             good += sol.work(n) == (n - 1) * n * (2 * n - 1) // 6 % 1000003
         except Exception as exc:  # which limit a case met, should a right answer meet one
             failed.append(f"case {k}: {exc!r}"[:200])
-    return {"score": good / 20, "passed": good == 20, "details": f"{good}/20 {failed[:2]}"}
+    return {"score": good / CASES, "passed": good == CASES,
+            "details": f"{good}/{CASES} {failed[:2]}"}
 '''
 
 RIGHT = "def work(n):\n    return sum(i * i for i in range(n)) % 1000003\n"
@@ -48,8 +54,9 @@ ATTACK = Attack(
     verifier=VERIFIER,
     right=RIGHT,
     neighbour=True,
-    # The busy answer spins to its deadline, which sets how long the test takes: long enough
-    # to load the innocent's 20 cases (about 2.4 s of CPU) throughout on a quiet machine. The
+    # The busy answer spins through each of its cases to the case timeout (6 s of CPU in all,
+    # which its own 8 processes make longer), and its run's bound is longer still: enough to
+    # load the innocent's 12 cases (about 1.4 s of CPU) throughout on a quiet machine. The
     # innocent's own run time is far longer, so that on a machine whose cores another process
     # keeps busy too (scripts/stress_tests.sh) its run never ends before its cases do.
     timeout=12.0,

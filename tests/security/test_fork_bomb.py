@@ -9,6 +9,9 @@ ATTACK = Attack(
     solution="import os\ndef _bomb():\n    while True:\n        try:\n            os.fork()\n"
              "        except OSError:\n            pass\n"
              "def answer():\n    _bomb()\n",
+    # It spins on every core until its call's limit: 1 s of it shows that limit holds as
+    # well as the default 2 s, at half the machine's CPU.
+    case_timeout=1.0,
 )
 
 
