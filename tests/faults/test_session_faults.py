@@ -124,6 +124,19 @@ def test_a_verifier_timing_out(local_client, verifier, verdict):
         assert result.error_type == contract.SOLUTION_TIMEOUT
 
 
+def _wait_until_restarted(ray, actor, old_pid: int, timeout: float = 180.0) -> None:
+    """Return once ``actor`` answers from a process other than ``old_pid`` (bounded)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            if ray.get(actor.manifest.remote(), timeout=30)["pid"] != old_pid:
+                return
+        except (ray.exceptions.RayActorError, ray.exceptions.GetTimeoutError):
+            pass  # dying or starting again
+        time.sleep(0.1)
+    raise AssertionError(f"the actor of pid {old_pid} was not restarted in {timeout:.0f}s")
+
+
 def test_the_actor_holding_an_episode_killed_mid_episode(ray_local):
     from deepgym_ray.client import DeepGym
     from deepgym_ray.config import DeepGymConfig, PoolConfig
@@ -136,7 +149,12 @@ def test_the_actor_holding_an_episode_killed_mid_episode(ray_local):
         session = client.session(env())
         session.start()
         session.step(RIGHT)
+        before = ray_local.get(session.actor.manifest.remote(), timeout=120)["pid"]
         ray_local.kill(session.actor, no_restart=False)  # Ray restarts it: the episode is gone
+        # The kill goes through Ray's control plane while a call goes straight to the actor: a
+        # step sent at once can still reach the old process and succeed (seen on a quiet run).
+        # The step that must find the episode gone is sent once the new process answers.
+        _wait_until_restarted(ray_local, session.actor, before)
         observation, reward, done = session.step(Action(action_type="bash", content="ls"))
         assert done and reward is None and "error" in observation.metadata
         result = session.score()
