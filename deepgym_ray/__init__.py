@@ -78,6 +78,7 @@ _EXPORTS: dict[str, str] = {
     "MixedConfig": "deepgym_ray.reward.mixed_config",
     "load_mixed_config": "deepgym_ray.reward.mixed_config",
     "RowScorer": "deepgym_ray.integrations.rows",
+    "score_dataset": "deepgym_ray.integrations.ray_data",
     # verl and HTTP trainers
     "VerlRewardSettings": "deepgym_ray.integrations.verl",
     "compute_judged_grpo_advantage": "deepgym_ray.integrations.verl",
@@ -148,6 +149,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     )
     from deepgym_ray.images import ImageBuildError
     from deepgym_ray.integrations.dapo import make_dapo_reward_fn, make_dapo_shaped_reward_fn
+    from deepgym_ray.integrations.ray_data import score_dataset
     from deepgym_ray.integrations.rows import RowScorer
     from deepgym_ray.integrations.serve import ServeSettings, start_service
     from deepgym_ray.integrations.trl import make_trl_async_reward_fn, make_trl_reward_fn

