@@ -3,6 +3,7 @@
     deepgym-ray envs                              built-in environments and suites
     deepgym-ray run ENV FILE                      score one answer (FILE, or - for stdin)
     deepgym-ray eval SUITE_OR_ENV (--solutions FILE.jsonl | --reference) [options]
+    deepgym-ray qa ENV|FOLDER|SUITE               can the verifier be gamed? (a report)
 
 ``eval`` shows a progress bar, streams each result to ``--out`` as a JSON line as soon as it is
 known (rerunning with the same ``--out`` skips what is there), and ends with a summary whose
@@ -37,7 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from deepgym_ray import __version__
-from deepgym_ray.cli import eval_command, pool_commands, serve_command
+from deepgym_ray.cli import eval_command, pool_commands, qa_command, serve_command
 from deepgym_ray.cli.errors import (
     EXIT_BAD_INPUT,
     EXIT_FAILED,
@@ -70,6 +71,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_client_options(run)
 
     eval_command.add_parser(commands)
+    qa_command.add_parser(commands)
     pool_commands.add_parser(commands)
     serve_command.add_parser(commands)
     return parser
@@ -147,7 +149,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     return EXIT_OK if result.passed else EXIT_FAILED
 
 
-COMMANDS = {"envs": cmd_envs, "run": cmd_run, "eval": eval_command.run,
+COMMANDS = {"envs": cmd_envs, "run": cmd_run, "eval": eval_command.run, "qa": qa_command.run,
             "pool": pool_commands.cmd_pool, "serve": serve_command.run}
 
 

@@ -41,6 +41,12 @@ def _cases():
             position = rng.randint(0, len(s))
             s = s[:position] + "z" + s[position:]
         cases.append((f"random_{i:02d}", s, words))
+    # Strings with many splits each: the commonest count above is 1, and an answer that gives
+    # it (or the task's examples by heart) must not score half.
+    ambiguous = ["a", "b", "ab", "ba", "aba"]
+    for i in range(12):
+        s = "".join(rng.choice(ambiguous) for _ in range(rng.randint(4, 20)))
+        cases.append((f"many_ways_{i:02d}", s, ambiguous))
     return cases
 
 
