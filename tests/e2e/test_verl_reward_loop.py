@@ -9,12 +9,12 @@ those scores into judged-only GRPO advantages, checked against values computed h
 
 from __future__ import annotations
 
-import json
 import math
 import os
 
 import numpy as np
 import pytest
+from helpers.cli import make_outage_env
 
 pytestmark = pytest.mark.e2e
 
@@ -27,16 +27,6 @@ from deepgym_ray.suites import load_environment  # noqa: E402
 
 POOL = "verl-e2e"
 WRONG = "```python\ndef {name}(*args):\n    raise ValueError('no idea')\n```"
-
-
-def _outage_env(root):
-    """A folder environment whose verifier exits 2 every time: never a verdict."""
-    folder = root / "outage"
-    folder.mkdir()
-    (folder / "task.md").write_text("Write anything.")
-    (folder / "verifier.py").write_text("import sys\nsys.exit(2)\n")
-    (folder / "metadata.json").write_text(json.dumps({"name": "outage"}))
-    return folder
 
 
 def _config(tmp_path, tokenizer_path, reward_kwargs):
@@ -116,7 +106,7 @@ def test_reward_loop_scores_mixed_environments_on_the_shared_pool(ray_local, tmp
     from deepgym_ray.config import DeepGymConfig
     from deepgym_ray.pool import get_pool
 
-    outage = _outage_env(tmp_path)
+    outage = make_outage_env(tmp_path / "outage")
     client_yaml = tmp_path / "client.yaml"
     client_yaml.write_text(f"mode: local\npool:\n  name: {POOL}\n  actors: 2\n")
     coin, knap = load_environment("coin_change"), load_environment("knapsack_01")

@@ -6,7 +6,8 @@ a script or subprocess a test starts puts :data:`TESTS_DIR` on its path first. T
 names say what they help with, so none can shadow a package of the same name (``ray``,
 ``docker``) if ``helpers/`` itself ever lands on a path.
 
-- ``cli``: the real ``deepgym-ray`` entry point run as a process, an answer-42 environment
+- ``cli``: the real ``deepgym-ray`` entry point run as a process, an answer-42 environment,
+  an environment that never gives a verdict
 - ``ray_cluster``: the session's local Ray and a real three-node cluster
 - ``pool_providers``: scripted, flaky and gated sandbox providers for the pool
 - ``local_sandbox``: a local provider that records its runs, and what they left on the host

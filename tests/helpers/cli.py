@@ -41,6 +41,15 @@ def make_answer_env(folder: Path) -> Path:
     return folder
 
 
+def make_outage_env(folder: Path) -> Path:
+    """An environment folder whose verifier exits 2 every time: never a verdict."""
+    folder.mkdir(parents=True)
+    (folder / "task.md").write_text("Write anything.")
+    (folder / "verifier.py").write_text("import sys\nsys.exit(2)\n")
+    (folder / "metadata.json").write_text(json.dumps({"name": folder.name}))
+    return folder
+
+
 def write_jsonl(path: Path, rows, bom: bool = False) -> Path:
     text = "".join(json.dumps(row) + "\n" for row in rows)
     path.write_bytes((b"\xef\xbb\xbf" if bom else b"") + text.encode())

@@ -4,12 +4,12 @@ metadata, through Parquet and back."""
 
 from __future__ import annotations
 
-import json
 import uuid
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from helpers.cli import make_outage_env
 
 ray = pytest.importorskip("ray")
 
@@ -34,23 +34,14 @@ def config(ray_local):
     get_pool(DeepGym(config=made)).shutdown()
 
 
-def _outage_env(root):
-    """A folder environment whose verifier exits 2 every time: never a verdict."""
-    folder = root / "outage"
-    folder.mkdir()
-    (folder / "task.md").write_text("Write anything.")
-    (folder / "verifier.py").write_text("import sys\nsys.exit(2)\n")
-    (folder / "metadata.json").write_text(json.dumps({"name": "outage"}))
-    return load_environment(str(folder))
-
-
 def _fenced(code: str) -> str:
     return f"Here it is.\n```python\n{code}\n```"
 
 
 def test_mixed_rows_get_their_verdicts_through_parquet(config, tmp_path):
     coin, fib = load_environment("coin_change"), load_environment("fibonacci_mod")
-    mixed = MixedEnvironment([coin, fib, _outage_env(tmp_path)])
+    outage = load_environment(str(make_outage_env(tmp_path / "outage")))
+    mixed = MixedEnvironment([coin, fib, outage])
     rows = [
         {"id": 0, "env_name": "coin_change", "completion": _fenced(coin.reference_solution)},
         {"id": 1, "env_name": "fibonacci_mod", "completion": _fenced(fib.reference_solution)},
