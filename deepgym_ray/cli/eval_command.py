@@ -83,7 +83,8 @@ def add_parser(commands: Any) -> argparse.ArgumentParser:
     return ev
 
 
-def _progress_bar(total: int, initial: int, label: str, enabled: bool) -> Any:
+def progress_bar(total: int, initial: int, label: str, enabled: bool) -> Any:
+    """A tqdm bar of runs on stderr (``eval`` and ``qa`` show the same one)."""
     from tqdm import tqdm
 
     class LogProgress(tqdm):
@@ -209,7 +210,7 @@ def run(args: argparse.Namespace) -> int:
             from deepgym_ray.pool.connect import ensure_ray
 
             ensure_ray()  # before the progress bar, so nothing Ray says lands inside it
-        bar = stack.enter_context(_progress_bar(len(jobs), len(earlier), f"eval {args.target}",
+        bar = stack.enter_context(progress_bar(len(jobs), len(earlier), f"eval {args.target}",
                                                 not args.no_progress))
         counts = {"passed": sum(r.counts_as_passed for r in earlier),
                   "no_verdict": sum(not r.has_verdict for r in earlier)}

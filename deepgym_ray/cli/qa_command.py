@@ -39,7 +39,7 @@ from deepgym_ray.cli.options import (
 )
 from deepgym_ray.cli.qa_probes import Probe, hardcoded, mutants, stubs
 
-__all__ = ["add_parser", "check_environments", "run"]
+__all__ = ["add_parser", "check_environments", "plan_probes", "run"]
 
 GAMED = 0.5  # a stub or a memorised answer scoring this much games the verifier
 
@@ -103,8 +103,13 @@ class EnvReport:
                 "no_verdict": self.no_verdict}
 
 
+def plan_probes(envs: list[Any], *, repeats: int = 3, count: int = 20,
+                seed: int = 0) -> list[list[Probe] | str]:
+    """Each environment's probes, or why it has none (in the order of ``envs``)."""
+    return [_probes(env, repeats, count, seed) for env in envs]
+
+
 def _probes(env: Any, repeats: int, count: int, seed: int) -> list[Probe] | str:
-    """The environment's probes, or why it has none."""
     if env.multi_turn is not None or env.patch_task is not None or env.terminal_task is not None:
         return "not a single-program environment (an agent episode, a patch or a terminal task)"
     if not env.reference_solution:
@@ -122,11 +127,12 @@ def _probes(env: Any, repeats: int, count: int, seed: int) -> list[Probe] | str:
     return made
 
 
-def check_environments(client: Any, envs: list[Any], *, repeats: int = 3, count: int = 20,
-                       threshold: float = 0.8, seed: int = 0, time_limit: float | None = None,
+def check_environments(client: Any, envs: list[Any], plan: list[list[Probe] | str], *,
+                       threshold: float = 0.8, time_limit: float | None = None,
                        on_result: Any = None) -> list[EnvReport]:
-    """Probe ``envs`` in one map on ``client``'s backend; one report per environment.
-    ``time_limit`` caps each probe run's time limit and its per-case limit."""
+    """Run ``plan`` (:func:`plan_probes` of ``envs``) in one map on ``client``'s backend; one
+    report per environment. ``time_limit`` caps each probe run's time limit and its per-case
+    limit."""
     reports = [EnvReport(env.name) for env in envs]
     if time_limit is not None:
         envs = [env.model_copy(update={"timeout": min(env.timeout, time_limit),
@@ -134,8 +140,7 @@ def check_environments(client: Any, envs: list[Any], *, repeats: int = 3, count:
                 for env in envs]
     owners: list[tuple[EnvReport, Probe]] = []
     run_envs, codes = [], []
-    for env, report in zip(envs, reports, strict=True):
-        made = _probes(env, repeats, count, seed)
+    for env, report, made in zip(envs, reports, plan, strict=True):
         if isinstance(made, str):
             report.skipped = made
             continue
@@ -203,7 +208,7 @@ def _line(report: EnvReport, width: int) -> str:
 
 def run(args: argparse.Namespace) -> int:
     """Probe, print the report (and write it), the exit code."""
-    from deepgym_ray.cli.eval_command import _progress_bar
+    from deepgym_ray.cli.eval_command import progress_bar
 
     if args.mutants < 0:
         raise BadInput(f"--mutants must be 0 or more, got {args.mutants}")
@@ -214,12 +219,11 @@ def run(args: argparse.Namespace) -> int:
     client = client_for(config)
     envs = load_target(args.target)
     try:
-        total = sum(len(p) for p in (_probes(e, args.repeats, args.mutants, args.seed)
-                                     for e in envs) if not isinstance(p, str))
-        with _progress_bar(total, 0, f"qa {args.target}", not args.no_progress) as bar:
-            reports = check_environments(client, envs, repeats=args.repeats,
-                                         count=args.mutants, threshold=args.threshold,
-                                         seed=args.seed, time_limit=args.time_limit,
+        plan = plan_probes(envs, repeats=args.repeats, count=args.mutants, seed=args.seed)
+        total = sum(len(p) for p in plan if not isinstance(p, str))
+        with progress_bar(total, 0, f"qa {args.target}", not args.no_progress) as bar:
+            reports = check_environments(client, envs, plan, threshold=args.threshold,
+                                         time_limit=args.time_limit,
                                          on_result=lambda i, r: bar.update(1))
     finally:
         client.close()

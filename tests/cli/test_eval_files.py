@@ -172,11 +172,11 @@ def test_the_progress_bars_last_state_is_printed_once_off_a_terminal(monkeypatch
     import io
     import sys
 
-    from deepgym_ray.cli.eval_command import _progress_bar
+    from deepgym_ray.cli.eval_command import progress_bar
 
     log = io.StringIO()  # not a terminal, as a log file or a Ray job's logs
     monkeypatch.setattr(sys, "stderr", log)
-    bar = _progress_bar(3, 0, "coin_change", True)
+    bar = progress_bar(3, 0, "coin_change", True)
     bar.mininterval = 0  # the last update comes after the print interval: it is shown
     bar.update(3)
     assert log.getvalue().count("3/3") == 1
