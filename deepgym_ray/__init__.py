@@ -79,6 +79,8 @@ _EXPORTS: dict[str, str] = {
     "load_mixed_config": "deepgym_ray.reward.mixed_config",
     "RowScorer": "deepgym_ray.integrations.rows",
     "score_dataset": "deepgym_ray.integrations.ray_data",
+    "make_lm_eval_task": "deepgym_ray.integrations.lm_eval",
+    "generate_axolotl_config": "deepgym_ray.integrations.axolotl",
     # verl and HTTP trainers
     "VerlRewardSettings": "deepgym_ray.integrations.verl",
     "compute_judged_grpo_advantage": "deepgym_ray.integrations.verl",
@@ -148,7 +150,9 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
         is_infrastructure_failure,
     )
     from deepgym_ray.images import ImageBuildError
+    from deepgym_ray.integrations.axolotl import generate_axolotl_config
     from deepgym_ray.integrations.dapo import make_dapo_reward_fn, make_dapo_shaped_reward_fn
+    from deepgym_ray.integrations.lm_eval import make_lm_eval_task
     from deepgym_ray.integrations.ray_data import score_dataset
     from deepgym_ray.integrations.rows import RowScorer
     from deepgym_ray.integrations.serve import ServeSettings, start_service

@@ -272,20 +272,35 @@ class DeepGym:
                              chunk_size=chunk_size, code=True))
 
 
+# Names a DeepGymConfig YAML for the default client.
+CONFIG_VARIABLE = "DEEPGYM_CONFIG"
 _DEFAULT_CLIENTS: dict[str, DeepGym] = {}
 _DEFAULT_LOCK = threading.Lock()
 
 
 def default_client() -> DeepGym:
-    """The client used when none is given (reward functions, integrations): ``mode='auto'`` on
-    the Ray pool, one per process and mode.
+    """The client used when none is given (reward functions, integrations): the DeepGymConfig
+    YAML that ``DEEPGYM_CONFIG`` names, when set, else ``mode='auto'`` on the Ray pool; one per
+    process and setting.
 
+    ``DEEPGYM_CONFIG`` is for harnesses that load a reward by its dotted name and pass it no
+    settings (Axolotl, lm-eval's task files): set it in the trainer's environment.
     Auto picks Daytona when ``DAYTONA_API_KEY`` is set and its SDK is installed, else local
     sandboxes, with one warning when the key is set but the SDK is missing. The choice is made
     here, on the driver, and the actors get the concrete mode (deciding in every actor would
     warn once per actor). Reward functions built without a client share it, so sibling
     functions (one per reward component) share each batch's scoring.
     """
+    import os
+
+    path = os.environ.get(CONFIG_VARIABLE) or None
+    if path is not None:
+        key = f"config:{path}"
+        with _DEFAULT_LOCK:
+            client = _DEFAULT_CLIENTS.get(key)
+            if client is None:
+                client = _DEFAULT_CLIENTS[key] = DeepGym(config=DeepGymConfig.from_yaml(path))
+            return client
     from deepgym_ray.sandboxes import resolve_mode
 
     mode = resolve_mode("auto")

@@ -40,7 +40,15 @@ echo "torch==$(.venv/bin/python -c 'from importlib.metadata import version; prin
 # setuptools tells every editable install that a same-named folder may shadow the package: it
 # is our own folder, so the notice is only noise (the build backend inherits the filter).
 PYTHONWARNINGS="ignore:Editable installation" \
-  .venv/bin/python -m pip install -q -c .venv/torch-constraint.txt -e '.[test,trl,daytona,e2b,modal,verl,serve,swebench]'
+  .venv/bin/python -m pip install -q -c .venv/torch-constraint.txt -e '.[test,trl,daytona,e2b,modal,verl,serve,swebench,lm_eval]'
+# Axolotl 0.19 (the newest for Python 3.11) pins trl 1.9, datasets 4.x and older pydantic and
+# numpy: its own code goes to a folder of its own, without its dependencies, where
+# tests/integrations/test_axolotl.py validates our GRPO configs with its schema (in a process
+# of its own) and loads our reward function with its loader.
+if [ ! -f .venv/axolotl/axolotl/__init__.py ]; then
+  log "installing axolotl's code (no dependencies) into .venv/axolotl"
+  .venv/bin/python -m pip install -q --no-deps --target .venv/axolotl axolotl==0.19.0 addict==2.4.0
+fi
 # pip compiles what it installs, but an editable install leaves the package as source: where
 # PYTHONDONTWRITEBYTECODE is set (CI machines often set it) every command would compile it
 # again, half a second of a short eval's time. (Not the environments' folders: a verifier

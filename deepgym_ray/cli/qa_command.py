@@ -60,8 +60,9 @@ def add_parser(commands: Any) -> argparse.ArgumentParser:
                     help="share of judged mutants the verifier must catch (default 0.8)")
     qa.add_argument("--seed", type=int, default=0, help="which mutants, when there are more")
     qa.add_argument("--time-limit", type=float, metavar="SECONDS",
-                    help="at most this much time per probe run and per case (default: the "
-                         "environment's own limits): a mutant that loops runs to its limit")
+                    help="at most this much time per mutant run and per case (default: the "
+                         "environment's own limits): a mutant that loops runs to its limit; "
+                         "the reference and the stubs keep the environment's limits")
     qa.add_argument("--json", action="store_true", help="print the report as JSON")
     qa.add_argument("--out", metavar="REPORT.json", help="also write the JSON report here")
     qa.add_argument("--backend", choices=("auto", "ray", "threads"), default="auto",
@@ -131,22 +132,23 @@ def check_environments(client: Any, envs: list[Any], plan: list[list[Probe] | st
                        threshold: float = 0.8, time_limit: float | None = None,
                        on_result: Any = None) -> list[EnvReport]:
     """Run ``plan`` (:func:`plan_probes` of ``envs``) in one map on ``client``'s backend; one
-    report per environment. ``time_limit`` caps each probe run's time limit and its per-case
-    limit."""
+    report per environment. ``time_limit`` caps a mutant run's time limit and its per-case
+    limit (a mutant may loop); the reference keeps the environment's own, or a loaded machine
+    could pass for a failing reference."""
     reports = [EnvReport(env.name) for env in envs]
-    if time_limit is not None:
-        envs = [env.model_copy(update={"timeout": min(env.timeout, time_limit),
-                                       "case_timeout": min(env.case_timeout, time_limit)})
-                for env in envs]
+    capped = envs if time_limit is None else [
+        env.model_copy(update={"timeout": min(env.timeout, time_limit),
+                               "case_timeout": min(env.case_timeout, time_limit)})
+        for env in envs]
     owners: list[tuple[EnvReport, Probe]] = []
     run_envs, codes = [], []
-    for env, report, made in zip(envs, reports, plan, strict=True):
+    for env, mutant_env, report, made in zip(envs, capped, reports, plan, strict=True):
         if isinstance(made, str):
             report.skipped = made
             continue
         for probe in made:
             owners.append((report, probe))
-            run_envs.append(env)
+            run_envs.append(mutant_env if probe.kind == "mutant" else env)
             codes.append(probe.code)
     results = client.score_code(run_envs, codes, on_result=on_result) if codes else []
     for (report, probe), result in zip(owners, results, strict=True):

@@ -18,6 +18,8 @@ import os
 import signal
 import time
 
+from deepgym_proc import wait_reaped
+
 __all__ = ["V2_COUNTER", "CpuGroup", "accounts"]
 
 _V1, _V2 = "cpuacct.usage", "cpu.stat"  # a group's CPU in ns (v1), usage_usec line (v2)
@@ -108,7 +110,8 @@ class CpuGroup:
         while True:
             pids = self.members()
             if not pids:
-                return self._reaped(seen, deadline)
+                wait_reaped(seen, deadline)
+                return True  # dead all the same: the group is empty
             if time.monotonic() > deadline:
                 return False
             seen.update(pids)
@@ -118,18 +121,6 @@ class CpuGroup:
                 except OSError:
                     pass
             time.sleep(0.001)
-
-    @staticmethod
-    def _reaped(pids, deadline):
-        """Wait (to ``deadline``) until the killed ``pids`` are reaped, not just dead: an
-        orphan's zombie waits for the sandbox's init, and until then it still answers a
-        signal as if alive."""
-        for pid in pids:
-            while os.path.exists(f"/proc/{pid}"):
-                if time.monotonic() > deadline:
-                    return True  # dead all the same: the group is empty
-                time.sleep(0.001)
-        return True
 
     def remove(self):
         """Remove the group (once empty; the provider removes what is left with the run's)."""

@@ -156,6 +156,18 @@ def kill_uid(uid, rounds=50, wait_for_zombies=True):
     return False
 
 
+def wait_reaped(pids, deadline):
+    """Wait (to the ``time.monotonic()`` ``deadline``) until the killed ``pids`` are reaped,
+    not just dead: an orphan's zombie waits for the sandbox's init, and until then it still
+    answers a signal as if alive (on a loaded machine, for a while). True when all were."""
+    for pid in pids:
+        while os.path.exists(f"/proc/{pid}"):
+            if time.monotonic() > deadline:
+                return False
+            time.sleep(0.001)
+    return True
+
+
 def parent_of(pid):
     """The parent pid of ``pid`` from /proc, or None when it cannot be read."""
     try:

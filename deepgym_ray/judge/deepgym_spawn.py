@@ -45,6 +45,7 @@ from deepgym_proc import (
     parent_of,
     uid_processes,
     wait_exit,
+    wait_reaped,
     worker_parts,
     worker_source,
 )
@@ -342,24 +343,29 @@ def _kill_orphans(uid, rounds=50):
     """Without a cgroup of its own, kill what a killed zygote child left in another session
     or group than its own (an orphaned, double-forked grandchild): every process of the run's
     ``uid`` outside the sessions of the live solution processes (a zygote child leads its
-    own). Skipped while one is being started, or when one was started by bwrap (its session
-    is inside its namespace): then such orphans last until the run's end."""
+    own), then wait for their zombies to be reaped (the next call must not find one answering
+    a signal). Skipped while one is being started, or when one was started by bwrap (its
+    session is inside its namespace): then such orphans last until the run's end."""
     if uid is None:
         return
     with _LOCK:
         if STATE["spawning"] or not all(getattr(p, "zygote_child", False) for p in _LIVE):
             return
         keep = {p.pid for p in _LIVE}
+        killed = set()
         for _ in range(rounds):
             found = False
             for pid in uid_processes(uid):
                 if _session_of(pid) not in keep:
                     found = True
+                    killed.add(pid)
                     try:
                         os.kill(pid, signal.SIGKILL)
                     except OSError:
                         pass
             if not found:
+                if not wait_reaped(killed, time.monotonic() + 5.0):
+                    STATE["unclean"] = True
                 return
             time.sleep(0.002)
         STATE["unclean"] = True

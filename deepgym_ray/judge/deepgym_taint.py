@@ -61,6 +61,7 @@ class SolutionText:
 
     def __init__(self, text):
         lines = code_lines(text)
+        self.raw = text.strip()
         self.whole = "\n".join(lines)
         self.pairs = set(zip(lines, lines[1:], strict=False))
         self.long = {line for line in lines if len(line) >= LONG_LINE}
@@ -86,7 +87,10 @@ class SolutionText:
         lines = code_lines(text)
         joined = "\n" + "\n".join(lines) + "\n"
         whole = self.whole
-        if "\n" + whole + "\n" in joined and not _BARE.match(whole) and not own(whole):
+        # All of it, unless it is the verifier's own text: stripped of indentation (as
+        # ``whole``), or as it is (an answer that is a prompt the verifier embeds, no more).
+        if "\n" + whole + "\n" in joined and not _BARE.match(whole) and not own(whole) \
+                and not own(self.raw):
             return True
         for pair in zip(lines, lines[1:], strict=False):
             if pair in self.pairs and any(not _BARE.match(line) and not own(line)

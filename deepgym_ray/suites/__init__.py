@@ -23,6 +23,7 @@ from deepgym_ray.suites.catalog import (
     list_suites,
     load_suite,
     load_suite_environment,
+    native_prompt,
     sample_to_task,
 )
 from deepgym_ray.suites.resolver import (
@@ -40,6 +41,7 @@ __all__ = [
     "load_environment",
     "load_suite",
     "load_suite_environment",
+    "native_prompt",
     "resolve_environments",
     "sample_to_task",
 ]

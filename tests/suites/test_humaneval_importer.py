@@ -103,6 +103,16 @@ def test_cheats_and_broken_answers_are_judged_zeros(client, name):
     assert (result.passed, result.score) == (False, 0.0), result
 
 
+@pytest.mark.parametrize("completion", ["", "````````", "```python\n```"])
+def test_a_continuation_that_adds_nothing_is_a_judged_zero(client, completion):
+    # The solution is then the prompt alone, which the verifier embeds and runs too: its own
+    # text, not the solution's code run in the judge's process (once refused: no verdict).
+    name, code = sample_to_task("HumanEval/0", completion)
+    result = client.scorer.run_safe(load_suite_environment(name), code)
+    assert result.has_verdict, result
+    assert (result.passed, result.score) == (False, 0.0), result
+
+
 @pytest.mark.slow
 def test_a_hanging_answer_is_the_solutions_timeout(client):
     code = "def add(x, y):\n    while True:\n        pass\n"
