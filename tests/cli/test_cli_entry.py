@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -202,7 +203,14 @@ def test_pass_at_k_for_the_ks_asked_and_the_breakdown_in_text(tmp_path):
 def test_run_says_why_an_answer_failed(tmp_path, code, why):
     answer = tmp_path / "answer.py"
     answer.write_text(code)
-    proc = cli("run", "coin_change", answer, "--mode", "local")
+    env = "coin_change"
+    if why == "timed out":  # the built-in's own copy, with 1 s per case instead of 5
+        from deepgym_ray.envs.registry import BUILTIN_DIR
+
+        env = shutil.copytree(BUILTIN_DIR / "coin_change", tmp_path / "coin_change")
+        meta = json.loads((env / "metadata.json").read_text())
+        (env / "metadata.json").write_text(json.dumps({**meta, "case_timeout": 1.0}))
+    proc = cli("run", env, answer, "--mode", "local")
     assert proc.returncode == 1, proc.stderr
     first, *reasons = proc.stdout.splitlines()
     assert first.startswith("coin_change: FAIL score=0.0000")

@@ -62,7 +62,7 @@ def model_path(environments, tmp_path_factory):
     path = build_tiny_model(tmp_path_factory.mktemp("model"),
                             texts=[e.task for e in environments] + [RIGHT, WRONG])
     return teach_tiny_model(path, [(right.task, RIGHT), (wrong.task, WRONG),
-                                   (outage.task, RIGHT)], steps=200)
+                                   (outage.task, RIGHT)], steps=80)
 
 
 def _evaluate(tasks, model_path, **options):
