@@ -174,3 +174,21 @@ def test_bad_settings_are_named_before_any_generation(environments):
 
     with pytest.raises(ValueError, match="agent episodes"):
         make_lm_eval_task(load_environment(multi_turn_names()[0]))
+
+
+def test_a_task_from_each_kind_of_source(environments):
+    from deepgym_ray.reward.mixed import MixedEnvironment
+
+    right, wrong, outage = environments
+    sources = {"one": right, "a list": [right, wrong],
+               "a mixture": MixedEnvironment([wrong, outage]), "a suite member": "humaneval/3"}
+    names = {label: [d["env_name"] for d in make_lm_eval_task(source).test_docs()]
+             for label, source in sources.items()}
+    assert names == {"one": ["right"], "a list": ["right", "wrong"],
+                     "a mixture": ["wrong", "outage"], "a suite member": ["humaneval/3"]}
+    task = make_lm_eval_task("humaneval/3", native_prompts=False)
+    [doc] = task.test_docs()
+    assert doc["prompt"] == load_environment("humaneval/3").task and not doc["native"]
+    assert task.config.generation_kwargs["until"] == []  # instructions: stop at end of text
+    with pytest.raises(ValueError, match="share a name"):
+        make_lm_eval_task([right, right])
