@@ -20,14 +20,12 @@ import logging
 import os
 import subprocess
 import sys
-import uuid
 from pathlib import Path
 
 import pytest
 import yaml
 from helpers.cli import make_outage_env
 
-from deepgym_ray.config import DeepGymConfig, PoolConfig
 from deepgym_ray.integrations.axolotl import (
     REWARD_FUNCTION,
     generate_axolotl_config,
@@ -71,20 +69,6 @@ def axolotl_get_reward_func():
     return functools.partial(namespace["get_reward_func"], None)
 
 
-@pytest.fixture(scope="module")
-def config_file(ray_local, tmp_path_factory):
-    from deepgym_ray.client import DeepGym
-    from deepgym_ray.pool import get_pool
-
-    config = DeepGymConfig(mode="local", backend="ray", pool=PoolConfig(
-        name=f"axolotl-{uuid.uuid4().hex[:8]}", actors=2, actor_concurrency=4,
-        num_cpus_per_actor=0, max_retries=1))
-    path = tmp_path_factory.mktemp("axolotl") / "deepgym.yaml"
-    path.write_text(yaml.safe_dump(config.model_dump(mode="json")))
-    yield str(path)
-    get_pool(DeepGym(config=config)).shutdown()
-
-
 @pytest.mark.slow
 def test_the_generated_config_passes_axolotl_s_own_validation(tmp_path):
     get_reward_func = axolotl_get_reward_func()
@@ -121,7 +105,7 @@ def _trl_call(reward, rows, completions):
 
 
 @pytest.mark.slow
-def test_rows_are_routed_by_their_metadata_and_scored(tmp_path, config_file, monkeypatch):
+def test_rows_are_routed_by_their_metadata_and_scored(tmp_path, pool_config_file, monkeypatch):
     import datasets
     import pyarrow as pa
     import pyarrow.parquet as pq
@@ -129,7 +113,7 @@ def test_rows_are_routed_by_their_metadata_and_scored(tmp_path, config_file, mon
     from deepgym_ray.suites import load_environment
     from deepgym_ray.suites.humaneval import load_problem
 
-    monkeypatch.setenv("DEEPGYM_CONFIG", config_file)
+    monkeypatch.setenv("DEEPGYM_CONFIG", pool_config_file)
     outage = make_outage_env(tmp_path / "outage")
     rows = [
         {"data_source": "coin_change", "extra_info": {"environment": "coin_change"}},
@@ -157,9 +141,9 @@ def test_rows_are_routed_by_their_metadata_and_scored(tmp_path, config_file, mon
     assert logged["error_type"][3] == "verifier_error"
 
 
-def test_a_row_that_names_no_single_environment_fails_its_batch_by_name(config_file,
+def test_a_row_that_names_no_single_environment_fails_its_batch_by_name(pool_config_file,
                                                                         monkeypatch):
-    monkeypatch.setenv("DEEPGYM_CONFIG", config_file)
+    monkeypatch.setenv("DEEPGYM_CONFIG", pool_config_file)
     suite = [{"prompt": "p", "data_source": "humaneval", "extra_info": {"split": "train"}}]
     with pytest.raises(ValueError, match=r"completion 0: 'humaneval' names 164 environments"):
         _trl_call(row_reward_fn, suite, ["print(1)"])

