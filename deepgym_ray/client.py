@@ -36,7 +36,7 @@ if TYPE_CHECKING:
     from deepgym_ray.pool.pooled_session import PooledSession
     from deepgym_ray.sessions import Action, AsyncSession, Observation, Session
 
-__all__ = ["DeepGym", "default_client"]
+__all__ = ["DeepGym", "config_client", "default_client"]
 
 logger = logging.getLogger(__name__)
 
@@ -278,6 +278,17 @@ _DEFAULT_CLIENTS: dict[str, DeepGym] = {}
 _DEFAULT_LOCK = threading.Lock()
 
 
+def config_client(path: str) -> DeepGym:
+    """The client of the DeepGymConfig YAML at ``path`` (or a shipped config's name), one per
+    process and path: for settings that arrive as a file's name."""
+    key = f"config:{path}"
+    with _DEFAULT_LOCK:
+        client = _DEFAULT_CLIENTS.get(key)
+        if client is None:
+            client = _DEFAULT_CLIENTS[key] = DeepGym(config=DeepGymConfig.from_yaml(path))
+        return client
+
+
 def default_client() -> DeepGym:
     """The client used when none is given (reward functions, integrations): the DeepGymConfig
     YAML that ``DEEPGYM_CONFIG`` names, when set, else ``mode='auto'`` on the Ray pool; one per
@@ -295,12 +306,7 @@ def default_client() -> DeepGym:
 
     path = os.environ.get(CONFIG_VARIABLE) or None
     if path is not None:
-        key = f"config:{path}"
-        with _DEFAULT_LOCK:
-            client = _DEFAULT_CLIENTS.get(key)
-            if client is None:
-                client = _DEFAULT_CLIENTS[key] = DeepGym(config=DeepGymConfig.from_yaml(path))
-            return client
+        return config_client(path)
     from deepgym_ray.sandboxes import resolve_mode
 
     mode = resolve_mode("auto")

@@ -38,7 +38,6 @@ from __future__ import annotations
 import logging
 import math
 import re
-import threading
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -76,8 +75,6 @@ CONTINUATION_STOPS: tuple[str, ...] = ("\nclass", "\ndef", "\n#", "\nif", "\npri
 # Environments registered by make_lm_eval_task, by task name: the filter's settings must stay
 # plain data (lm-eval deep-copies and prints a task's configuration).
 _REGISTERED: dict[str, dict[str, Environment]] = {}
-_CLIENTS: dict[str, DeepGym] = {}
-_LOCK = threading.Lock()
 
 
 def _require_lm_eval() -> None:
@@ -130,18 +127,11 @@ def suite_dataset(suite: str = "humaneval", native_prompts: bool = True,
 
 
 def _client(config: str | None) -> DeepGym:
-    """One client per DeepGymConfig file; None: the trainers' default client (the one
-    ``DEEPGYM_CONFIG`` names, if set)."""
-    from deepgym_ray.client import DeepGym, default_client
-    from deepgym_ray.config import DeepGymConfig
+    """The client of the DeepGymConfig file ``config``; None: the trainers' default client
+    (the one ``DEEPGYM_CONFIG`` names, if set)."""
+    from deepgym_ray.client import config_client, default_client
 
-    if config is None:
-        return default_client()
-    with _LOCK:
-        client = _CLIENTS.get(config)
-        if client is None:
-            client = _CLIENTS[config] = DeepGym(config=DeepGymConfig.from_yaml(config))
-        return client
+    return default_client() if config is None else config_client(config)
 
 
 class DeepGymFilter(_Filter):
@@ -215,7 +205,7 @@ def _verdict(result: RunResult) -> dict[str, Any]:
 def process_results(doc: Mapping[str, Any], results: Sequence[Any]) -> dict[str, float]:
     """One document's metrics from its filtered responses (lm-eval's ``process_results``):
     the mean over its judged generations, NaN when none was judged."""
-    verdicts = [v for v in results[0]] if results else []
+    verdicts = list(results[0]) if results else []
     judged = [v for v in verdicts if v.get("has_verdict")]
     nan = float("nan")
     return {
