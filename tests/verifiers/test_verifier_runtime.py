@@ -246,8 +246,6 @@ def _regular(path):
 def _flip(secret):
     """Swap race.txt between a file and a link to the secret (atomically), and racedir between
     a folder and a link to the secret's folder, until stopped."""
-    os.makedirs("racedir", exist_ok=True)
-    _regular("racedir/f.txt")
     while _RUN["on"]:
         os.symlink(secret, "race.txt.new")
         os.replace("race.txt.new", "race.txt")
@@ -261,6 +259,10 @@ def _flip(secret):
 
 
 def race(secret):
+    # Written before the verifier reads: a file caught between its creation and its write
+    # reads as "", which is the planter's race, not the reader's.
+    os.makedirs("racedir", exist_ok=True)
+    _regular("racedir/f.txt")
     _RUN["on"] = True
     threading.Thread(target=_flip, args=(secret,), daemon=True).start()
 
