@@ -143,7 +143,9 @@ class DaytonaProvider(RemoteProvider):
     def _probe(self, box: Any) -> privilege.RootAccess:
         """How runs in ``box`` (whose user is not root) become root, if at all."""
         what = "find whether the sandbox's user can become root"
-        timeout = self.options.call_timeout
+        # A command (python3 and sudo starting in a sandbox just made), not an API call: part
+        # of readying the sandbox, so bounded as its creation is (under load it took over 6 s).
+        timeout = self.options.create_timeout
         response = self.bounded(box.process.exec, privilege.probe_command(),
                                 timeout=int(timeout), deadline=timeout + 5, what=what,
                                 sandbox_id=box.id)

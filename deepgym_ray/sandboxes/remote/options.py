@@ -22,8 +22,9 @@ class RemoteOptions(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    call_timeout: float = Field(default=60.0, gt=0)
-    create_timeout: float = Field(default=180.0, gt=0)
+    call_timeout: float = Field(default=60.0, gt=0, description="one API call's bound")
+    create_timeout: float = Field(default=180.0, gt=0, description="a new sandbox's bound, "
+                                  "to ready for its first run (created, probed)")
     throttle_wait: float = Field(default=180.0, ge=0, description="how long, in all, a create "
                                  "that the cloud throttles (HTTP 429, a full quota) waits and "
                                  "tries again before its run gets no verdict")
