@@ -3,16 +3,18 @@
 
 from harness import Attack
 
-# Twelve cases, each about 0.12 s of the solution's own CPU on an idle core (a quarter of the
+# Six cases, each about 0.12 s of the solution's own CPU on an idle core (a quarter of the
 # case timeout): scored by the fraction answered within the case timeout. Judged on wall-clock
 # time, a neighbour's load turns the innocent's cases into timeouts.
 VERIFIER = '''
 from deepgym_solution import load_solution
 
-# As many cases as keep the attack busy (each runs to the case timeout) while the innocent
-# answers all of its own: the attack's 8 processes live as long as its run, and more cases
-# only lengthen the run, at both cores' cost, after the innocent is done.
-CASES = 12
+# As many cases as keep the attack busy (each runs to the case timeout, 0.5 s of CPU of its 9
+# processes together, then a restart) while the innocent answers all of its own (0.7 s of
+# CPU): the attack's 8 processes live as long as its run, and more cases only lengthen the
+# run, at both cores' cost, after the innocent is done (12 cases cost the suite 30 s of CPU
+# more, across the providers, for the same finding).
+CASES = 6
 
 
 def verify(solution_path, test_cases_path=None):
@@ -54,9 +56,9 @@ ATTACK = Attack(
     verifier=VERIFIER,
     right=RIGHT,
     neighbour=True,
-    # The busy answer spins through each of its cases to the case timeout (6 s of CPU in all,
-    # which its own 8 processes make longer), and its run's bound is longer still: enough to
-    # load the innocent's 12 cases (about 1.4 s of CPU) throughout on a quiet machine. The
+    # The busy answer spins through each of its cases to the case timeout (3 s of CPU in all,
+    # and a restart of its process after each), and its run's bound is longer still: enough
+    # to load the innocent's 6 cases (about 0.7 s of CPU) throughout on a quiet machine. The
     # innocent's own run time is far longer, so that on a machine whose cores another process
     # keeps busy too (scripts/stress_tests.sh) its run never ends before its cases do.
     timeout=12.0,
