@@ -38,7 +38,7 @@ os.environ.setdefault("MODAL_CONFIG_PATH", "/nonexistent/deepgym-bench/modal.tom
 SERVERS = {  # provider -> its test server's command line (from tests/)
     "daytona": ["daytona_server", "--port", "0", "--replay", "--user", "daytona",
                 "--sudo", "nopasswd"],
-    "e2b": ["e2b_server"],
+    "e2b": ["e2b_server", "--replay"],
     "modal": ["modal_server"],
 }
 

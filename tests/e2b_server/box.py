@@ -28,6 +28,7 @@ class E2BBox:
         self.metadata, self.env_vars = metadata, env_vars
         self.allow_internet = allow_internet
         self.access_token = secrets.token_hex(16)
+        self.pending_spec: bytes | None = None  # a judge run's spec, uploaded (replay only)
         self.started = datetime.datetime.now(datetime.timezone.utc)
         self.end_at = time.monotonic() + timeout
         self.user = SandboxUser.make(USER, sudo="nopasswd")
@@ -47,14 +48,15 @@ class E2BBox:
               username: str | None, stdin: bool) -> subprocess.Popen:
         """``argv`` started in the sandbox as ``username`` (E2B's user names: ``user``,
         ``root``), in its own process group."""
-        env = " ".join(shlex.quote(f"{k}={v}") for k, v in {
-            "HOME": self.home(username), "USER": username or USER, **self.env_vars,
-            **envs}.items())
-        command = f"exec env {env} {shlex.join(argv)}"
+        # As envd sets them: in the process's environment, never on a command line (which
+        # every process of the sandbox can read).
+        env = {**os.environ, "HOME": self.home(username), "USER": username or USER,
+               **self.env_vars, **envs}
         return subprocess.Popen(
-            self.container.argv(command, cwd or self.home(username), as_root=username == "root"),
-            stdin=subprocess.PIPE if stdin else subprocess.DEVNULL, stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE, start_new_session=True)
+            self.container.argv(f"exec {shlex.join(argv)}", cwd or self.home(username),
+                                as_root=username == "root"),
+            env=env, stdin=subprocess.PIPE if stdin else subprocess.DEVNULL,
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
 
     def kill(self) -> None:
         self.killed = True

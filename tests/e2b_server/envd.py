@@ -27,6 +27,8 @@ from e2b.envd.process import process_pb
 from e2b.envd.process.process_connect import ProcessASGIApplication
 from protobuf import Oneof
 
+from deepgym_ray.sandboxes.remote.command import SPEC_FILE, SPEC_VARIABLE
+
 from .box import USER, E2BBox
 
 if TYPE_CHECKING:
@@ -62,6 +64,17 @@ class ProcessService:
         box = self._box(ctx)
         headers = {k.lower(): v for k, v in ctx.request_headers.items()}
         config = request.process
+        replays, key = self.server.replays, None
+        spec, box.pending_spec = config.envs.get(SPEC_VARIABLE, "").encode() \
+            or box.pending_spec, None  # in the command's environment, or uploaded before it
+        if replays is not None and spec:
+            key = replays.key([(SPEC_FILE, spec)])
+            answer = replays.answer(key)
+            if answer is not None:
+                async for event in _replayed(*answer):
+                    yield event
+                return
+        seen: dict[str, list[bytes]] = {"stdout": [], "stderr": []}
         proc = box.popen([config.cmd, *config.args], dict(config.envs), config.cwd or None,
                          _username(headers), bool(request.stdin))
         box.procs[proc.pid] = proc
@@ -93,10 +106,13 @@ class ProcessService:
             if chunk is None:
                 open_streams -= 1
                 continue
+            seen[field].append(chunk)
             yield process_pb.StartResponse(event=Event(event=Oneof(
                 "data", Event.DataEvent(output=Oneof(field, chunk)))))
         code = await loop.run_in_executor(None, proc.wait)
         await asyncio.gather(*readers)
+        if key is not None:
+            replays.remember(key, code, b"".join(seen["stdout"]), b"".join(seen["stderr"]))
         # As Go's os.ProcessState says it: "exit status N", or "signal: killed".
         status = f"exit status {code}" if code >= 0 else \
             "signal: killed" if code == -signal.SIGKILL else f"signal: {-code}"
@@ -150,6 +166,19 @@ class ProcessService:
         return process_pb.ListResponse(processes=[
             process_pb.ProcessInfo(pid=pid, config=process_pb.ProcessConfig(
                 cmd=str(proc.args[0]))) for pid, proc in box.procs.items()])
+
+
+async def _replayed(code: int | None, stdout: bytes, stderr: bytes):
+    """A replayed run's events: its start, its output, its end (as the first run ended)."""
+    yield process_pb.StartResponse(event=Event(event=Oneof(
+        "start", Event.StartEvent(pid=0))))
+    for field, data in (("stdout", stdout), ("stderr", stderr)):
+        if data:
+            yield process_pb.StartResponse(event=Event(event=Oneof(
+                "data", Event.DataEvent(output=Oneof(field, data)))))
+    code = 0 if code is None else code
+    yield process_pb.StartResponse(event=Event(event=Oneof("end", Event.EndEvent(
+        exit_code=code, exited=True, status=f"exit status {code}"))))
 
 
 def _reap(box: E2BBox, proc: Any) -> None:
@@ -233,6 +262,9 @@ class EnvdApp:
                 None, self.server.read_file, box, query.get("path", ""), user)
             return await _reply(send, status, payload, raw=status == 200)
         files = self.server.parse_upload(headers.get("content-type", ""), body, query)
+        if self.server.replays is not None:  # an uploaded spec is the next command's
+            box.pending_spec = next((data for path, data in files
+                                     if path.rsplit("/", 1)[-1] == SPEC_FILE), None)
         status, payload = await asyncio.get_running_loop().run_in_executor(
             None, self.server.write_files, box, files, user)
         return await _reply(send, status, payload)

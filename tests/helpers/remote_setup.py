@@ -65,11 +65,12 @@ def check_every_builtin(client) -> None:
 
 
 def check_fault(client, server, call: str, action: str, status: int, expected: str,
-                times: int | None = 1) -> None:
-    """One injected fault: the run has no verdict, its details name ``expected``; the next
-    run, faults cleared, is judged again (the actor recovers, on a new sandbox)."""
+                times: int | None = 1, answer: str = ENV.reference_solution) -> None:
+    """One injected fault: the run of ``answer`` has no verdict, its details name
+    ``expected``; the next run, faults cleared, is judged again (the actor recovers, on a new
+    sandbox)."""
     server.faults.add(call, action, status=status, times=times)
-    result = map_one(client, ENV.reference_solution, env=FAULT_ENV)
+    result = map_one(client, answer, env=FAULT_ENV)
     assert not result.has_verdict and result.reward is None and not result.passed, result
     assert result.error_type == "sandbox_error"
     assert expected in (result.details or ""), result.details

@@ -12,7 +12,10 @@ one upload and one command (the in-sandbox program, which confines it), every ca
 by our own deadline and every failure typed (see ``calls``), throttled creates that wait.
 
 E2B runs a command as ``root`` on request (its template's user, ``user``, has passwordless
-sudo too), so the in-sandbox program runs as root directly.
+sudo too), so the in-sandbox program runs as root directly. A run is one call: its spec
+travels in the command's environment (which only root can read in /proc, and which E2B's
+daemon neither logs nor shows to anyone but our own client), written root-only by the shell
+that then runs the program; a spec too large for one environment string is uploaded first.
 
 Example:
     provider = E2BProvider(lifetime=600)
@@ -23,6 +26,8 @@ Example:
 from __future__ import annotations
 
 import logging
+import posixpath
+import shlex
 import time
 from collections.abc import Callable
 from typing import Any
@@ -32,6 +37,7 @@ from deepgym_ray.models import Environment
 from deepgym_ray.sandboxes.e2b.calls import translate
 from deepgym_ray.sandboxes.e2b.options import E2BOptions, check_access, load_sdk
 from deepgym_ray.sandboxes.remote import Remote, RemoteProvider, privilege
+from deepgym_ray.sandboxes.remote import command as cmd
 
 __all__ = ["E2BOptions", "E2BProvider"]
 
@@ -132,8 +138,14 @@ class E2BProvider(RemoteProvider):
     # --- a run's two calls ---------------------------------------------------------------
 
     def _upload(self, remote: Remote, files: list[tuple[str, bytes]]) -> None:
-        remote.sdk.files.write_files([{"path": path, "data": data} for path, data in files],
-                                     user="root", request_timeout=self.options.call_timeout)
+        # A run's spec rides on its command (one call, not two) when one variable holds it.
+        remote.staged = [(path, data) for path, data in files
+                         if posixpath.basename(path) == cmd.SPEC_FILE
+                         and len(data) <= cmd.SPEC_IN_ENVIRONMENT_MAX and data.isascii()]
+        files = [f for f in files if f not in remote.staged]
+        if files:
+            remote.sdk.files.write_files([{"path": path, "data": data} for path, data in files],
+                                         user="root", request_timeout=self.options.call_timeout)
 
     def _execute(self, remote: Remote, command: str, timeout: float,
                  complete: Callable[[str, str], bool]) -> tuple[str, str, Any]:
@@ -143,9 +155,15 @@ class E2BProvider(RemoteProvider):
         needed = timeout + 2 * o.call_timeout
         if remote.ends_at is not None and remote.ends_at - time.monotonic() < needed:
             self._extend(remote, max(o.lifetime, needed))
+        envs = None
+        staged, remote.staged = remote.staged, []
+        if staged:  # the spec first, from the command's environment, then the program
+            ((path, spec),) = staged
+            command = shlex.join(cmd.spec_then_run(path, command, "environment"))
+            envs = {cmd.SPEC_VARIABLE: spec.decode("ascii")}  # JSON: ASCII, no NUL
         sdk = load_sdk()
         try:
-            done = remote.sdk.commands.run(command, user="root", timeout=needed,
+            done = remote.sdk.commands.run(command, envs=envs, user="root", timeout=needed,
                                            request_timeout=o.call_timeout)
         except sdk.CommandExitException as exc:  # a nonzero exit: the program's report says
             return exc.stdout or "", exc.stderr or "", exc.exit_code

@@ -27,7 +27,6 @@ from __future__ import annotations
 import json
 import logging
 import math
-import posixpath
 import threading
 import time
 from collections.abc import Callable
@@ -38,15 +37,13 @@ from deepgym_ray.models import Environment
 from deepgym_ray.sandboxes.modal.calls import translate
 from deepgym_ray.sandboxes.modal.options import ModalOptions, check_access, load_sdk, make_client
 from deepgym_ray.sandboxes.remote import Remote, RemoteProvider, privilege
+from deepgym_ray.sandboxes.remote import command as cmd
 
 __all__ = ["ModalOptions", "ModalProvider"]
 
 logger = logging.getLogger(__name__)
 HOME = "/root"
 STDIN_CHUNK = 8 << 20  # the client sends what one drain has as one message, up to 16 MiB
-# Writes a run's spec from stdin (root-only), then runs the run's program (umask as it was).
-_WRITE_THEN_RUN = ('u=$(umask) && umask 077 && mkdir -p -- "$1" && cat > "$2" && umask "$u" '
-                   '&& exec bash -c "$3"')
 # Reads files from stdin: per file a JSON line [path, size], then its bytes; root-only.
 _WRITE_FILES = r"""
 import json, os, sys
@@ -191,8 +188,8 @@ class ModalProvider(RemoteProvider):
         staged, remote.staged = remote.staged, []
         if staged:  # the spec first, written from stdin by the shell that then runs it
             ((path, spec),) = staged
-            proc = remote.sdk.exec("sh", "-c", _WRITE_THEN_RUN, "sh", posixpath.dirname(path),
-                                   path, command, text=False, timeout=limit)
+            proc = remote.sdk.exec(*cmd.spec_then_run(path, command, "stdin"), text=False,
+                                   timeout=limit)
             _feed(proc, spec)
         else:
             proc = remote.sdk.exec("bash", "-c", command, text=False, timeout=limit)

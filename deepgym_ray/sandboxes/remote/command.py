@@ -22,6 +22,7 @@ from __future__ import annotations
 import hashlib
 import json
 import platform
+import posixpath
 import shlex
 from collections.abc import Mapping, Sequence
 from functools import lru_cache
@@ -37,6 +38,10 @@ CLEAN_MARKER = ".deepgym-clean"  # the runner's proof that its solution processe
 RUN_PROGRAM = "deepgym_remote_run.py"
 CGROUPS_MODULE = "deepgym_remote_cgroups.py"
 SECCOMP_MODULE = "deepgym_remote_seccomp.py"
+SPEC_VARIABLE = "DEEPGYM_RUN_SPEC"  # where a spec travels in the command's environment
+# What one environment string may hold (Linux's MAX_ARG_STRLEN, 128 KiB), with room to spare:
+# a larger spec is uploaded as a file.
+SPEC_IN_ENVIRONMENT_MAX = 96 * 1024
 REPORT_PREFIX = b"deepgym-run "
 END_PREFIX = "deepgym-end "
 
@@ -102,6 +107,26 @@ def session_command(judge_dir: str, run_dir: str,
     """The session command of one run: the in-sandbox program and the run's directory;
     ``python`` starts the program (``sudo -n <python>`` where the user is not root)."""
     return shlex.join([*python, "-I", "-S", "-B", f"{judge_dir}/{RUN_PROGRAM}", run_dir])
+
+
+def spec_then_run(spec_path: str, command: str, source: str) -> list[str]:
+    """The argv of one command that writes a run's spec root-only at ``spec_path`` and then
+    runs the session ``command``: the spec comes from the command's stdin (``source="stdin"``)
+    or from its environment variable :data:`SPEC_VARIABLE` (``"environment"``; removed before
+    the program starts, so nothing the run starts inherits it). A run is then one call, not an
+    upload and a command; its argv names paths only, no secret.
+
+    Example:
+        >>> spec_then_run("/root/deepgym/r1/.deepgym-run", "python3 run.py", "stdin")[:2]
+        ['sh', '-c']
+    """
+    if source not in ("stdin", "environment"):
+        raise ValueError(f"source must be 'stdin' or 'environment', not {source!r}")
+    write = 'cat > "$2"' if source == "stdin" else \
+        f'printf %s "${SPEC_VARIABLE}" > "$2" && unset {SPEC_VARIABLE}'
+    script = f'u=$(umask) && umask 077 && mkdir -p -- "$1" && {write} && umask "$u" ' \
+        '&& exec bash -c "$3"'
+    return ["sh", "-c", script, "sh", posixpath.dirname(spec_path), spec_path, command]
 
 
 def read_report(stderr: bytes) -> dict[str, Any] | None:

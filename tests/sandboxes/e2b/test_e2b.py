@@ -9,7 +9,7 @@ import time
 
 import pytest
 from helpers import remote_setup
-from helpers.remote_setup import ENV, FAULT_ENV, WRONG, options
+from helpers.remote_setup import ENV, FAULT_ENV, WRONG, map_one, options
 
 from deepgym_ray import sandboxes
 from deepgym_ray.client import DeepGym
@@ -26,6 +26,7 @@ from deepgym_ray.exceptions import (
     is_infrastructure_failure,
 )
 from deepgym_ray.pool import get_pool
+from deepgym_ray.sandboxes.remote.command import SPEC_IN_ENVIRONMENT_MAX
 
 e2b = pytest.importorskip("e2b")
 
@@ -230,14 +231,17 @@ def test_every_builtin_reference_scores_one_and_a_wrong_answer_zero(pool_client,
     remote_setup.check_every_builtin(pool_client)
 
 
+# A run whose spec is too large for one environment string: uploaded before its command
+# (a run of a warm sandbox makes no other file call: see the test below).
+LARGE = ENV.reference_solution + "\n# " + "x" * SPEC_IN_ENVIRONMENT_MAX + "\n"
 FAULTS = [
     pytest.param(("process", "status", 500), "ProviderHTTPError: HTTP 500", id="500"),
-    pytest.param(("files", "status", 503), "ProviderHTTPError: HTTP 503", id="503"),
-    pytest.param(("files", "status", 429), "ProviderHTTPError: HTTP 429", id="429"),
+    pytest.param(("files", "status", 503, LARGE), "ProviderHTTPError: HTTP 503", id="503"),
+    pytest.param(("files", "status", 429, LARGE), "ProviderHTTPError: HTTP 429", id="429"),
     pytest.param(("process", "status", 401), "ProviderHTTPError: HTTP 401", id="401"),
     pytest.param(("process", "hang", 0), "ProviderTimeoutError", id="hung-call"),
     pytest.param(("process", "drop", 0), "ProviderConnectionError", id="dropped-stream"),
-    pytest.param(("files", "drop", 0), "ProviderConnectionError", id="dropped-upload"),
+    pytest.param(("files", "drop", 0, LARGE), "ProviderConnectionError", id="dropped-upload"),
     pytest.param(("process", "vanish", 0), "SandboxEvictedError", id="sandbox-vanishes"),
 ]
 
@@ -245,7 +249,25 @@ FAULTS = [
 @pytest.mark.slow
 @pytest.mark.parametrize(("fault", "expected"), FAULTS)
 def test_each_fault_gives_no_verdict_with_its_error(pool_client, server, fault, expected):
-    remote_setup.check_fault(pool_client, server, *fault, expected)
+    call, action, status, *answer = fault
+    remote_setup.check_fault(pool_client, server, call, action, status, expected,
+                             answer=answer[0] if answer else ENV.reference_solution)
+
+
+def test_a_run_is_one_call_its_spec_in_the_commands_environment(pool_client, server):
+    """With every file call failing, a warm sandbox's runs are still judged (the spec rides
+    on the command); a spec too large for one environment string goes by upload, and fails
+    with it."""
+    assert map_one(pool_client, ENV.reference_solution, env=FAULT_ENV).score == 1.0  # warm
+    server.faults.add("files", "status", status=503, times=None)
+    try:
+        assert [map_one(pool_client, a, env=FAULT_ENV).score
+                for a in (ENV.reference_solution, WRONG)] == [1.0, 0.0]
+        large = map_one(pool_client, LARGE, env=FAULT_ENV)
+        assert not large.has_verdict and "HTTP 503" in (large.details or ""), large
+    finally:
+        server.faults.clear()
+    assert map_one(pool_client, LARGE, env=FAULT_ENV).score == 1.0
 
 
 @pytest.mark.slow
