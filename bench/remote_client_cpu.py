@@ -4,9 +4,9 @@ provider's SDK in them, and the driver) spend on one judge run, at 200 runs in f
 Each provider runs against its local test server (tests/daytona_server, tests/e2b_server,
 tests/modal_server) started as a subprocess, so that the server's CPU and its sandboxes' are
 measured apart and left out: only the pool's is the client's. Every call waits ``--latency``
-seconds in the server, as over a network. The Daytona server answers repeated judge runs from
-their first run (``--replay``); E2B's and Modal's execute each run for real (the sandboxes'
-CPU is the server's). A warm-up batch makes the sandboxes first; then ``--runs`` answers (one
+seconds in the server, as over a network. Each server answers a judge run seen before from its
+first real run (``--replay``), so that the sandboxes do not take the machine's cores while the
+client is measured. A warm-up batch makes the sandboxes first; then ``--runs`` answers (one
 in four wrong) go through the pool at ``--max-parallel``, the providers one after another on
 one Ray instance, in rounds, alternating.
 
@@ -39,7 +39,7 @@ SERVERS = {  # provider -> its test server's command line (from tests/)
     "daytona": ["daytona_server", "--port", "0", "--replay", "--user", "daytona",
                 "--sudo", "nopasswd"],
     "e2b": ["e2b_server", "--replay"],
-    "modal": ["modal_server"],
+    "modal": ["modal_server", "--replay"],
 }
 
 

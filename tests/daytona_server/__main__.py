@@ -20,8 +20,6 @@ def main(argv: list[str] | None = None) -> None:
     options.add_argument("--user", help="the sandboxes' user, when not root (e.g. daytona)")
     options.add_argument("--sudo", choices=["nopasswd", "password"],
                          help="what sudo gives that user")
-    options.add_argument("--replay", action="store_true",
-                         help="answer a judge run seen before from its first real run (benches)")
     args = options.parse_args(argv)
     server = DaytonaTestServer(args.host, args.port, api_key=args.api_key, replay=args.replay,
                                user=args.user, sudo=args.sudo)

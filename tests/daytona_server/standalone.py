@@ -23,6 +23,8 @@ def parser(prog: str) -> argparse.ArgumentParser:
     made.add_argument("--latency", type=float, default=0.0,
                       help="seconds added to every call")
     made.add_argument("--faults", help="a JSON file of fault rules (see faults.Faults.load)")
+    made.add_argument("--replay", action="store_true",
+                      help="answer a judge run seen before from its first real run (benches)")
     return made
 
 

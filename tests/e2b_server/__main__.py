@@ -14,10 +14,7 @@ from .server import E2BTestServer
 
 
 def main(argv: list[str] | None = None) -> None:
-    options = parser("python -m e2b_server")
-    options.add_argument("--replay", action="store_true",
-                         help="answer a judge run seen before from its first output (bench)")
-    args = options.parse_args(argv)
+    args = parser("python -m e2b_server").parse_args(argv)
     server = E2BTestServer(host=args.host, replay=args.replay)
     serve(server, args, server.provider_options)
 

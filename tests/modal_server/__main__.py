@@ -14,7 +14,7 @@ from .server import ModalTestServer
 
 def main(argv: list[str] | None = None) -> None:
     args = parser("python -m modal_server").parse_args(argv)
-    server = ModalTestServer(host=args.host)
+    server = ModalTestServer(host=args.host, replay=args.replay)
     serve(server, args, server.provider_options)
 
 

@@ -18,7 +18,10 @@ import time
 from pathlib import Path
 
 from daytona_server import container
+from daytona_server.replay import Replays
 from modal_proto import api_pb2
+
+from deepgym_ray.sandboxes.remote.command import SPEC_FILE
 
 Status = api_pb2.GenericResult
 
@@ -32,7 +35,12 @@ def modal_id(prefix: str, length: int = 22) -> str:
 class Exec:
     """A command started by ``TaskExecStart``: its process, its output, its end."""
 
-    def __init__(self) -> None:
+    def __init__(self, replays: Replays | None = None) -> None:
+        # With ``replays`` (bench mode), a judge run's command waits for its stdin (the run's
+        # spec) before it starts: a run seen before is answered from its first output.
+        self.replays, self.held, self.key = replays, bytearray(), None
+        self.later: tuple[list[str], float | None] | None = None
+        self.pumps: list[asyncio.Future] = []
         self.proc: asyncio.subprocess.Process | None = None
         self.output = {0: bytearray(), 1: bytearray()}  # the router's STDOUT, STDERR
         self.ended = {0: False, 1: False}  # each pipe at its end
@@ -42,13 +50,16 @@ class Exec:
         self.stdin_closed = False
 
     async def start(self, argv: list[str], timeout: float | None) -> None:
+        if self.replays is not None and self.later is None and self.code is None:
+            self.later = (argv, timeout)  # started (or answered) once its stdin ends
+            return
         self.proc = await asyncio.create_subprocess_exec(
             *argv, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.PIPE, start_new_session=True)
         if timeout is not None:
             asyncio.get_running_loop().call_later(timeout, self.kill)
-        for fd, pipe in ((0, self.proc.stdout), (1, self.proc.stderr)):
-            asyncio.ensure_future(self._pump(pipe, fd))
+        self.pumps = [asyncio.ensure_future(self._pump(pipe, fd))
+                      for fd, pipe in ((0, self.proc.stdout), (1, self.proc.stderr))]
         asyncio.ensure_future(self._reap())
 
     async def _pump(self, pipe: asyncio.StreamReader, fd: int) -> None:
@@ -62,6 +73,9 @@ class Exec:
 
     async def _reap(self) -> None:
         code = await self.proc.wait()
+        if self.key is not None:  # a judge run's first output, for the runs after it
+            await asyncio.gather(*self.pumps)
+            self.replays.remember(self.key, code, bytes(self.output[0]), bytes(self.output[1]))
         async with self.changed:
             self.code = code
             self.changed.notify_all()
@@ -75,6 +89,8 @@ class Exec:
 
     async def write_stdin(self, offset: int, data: bytes, eof: bool) -> None:
         """Stdin from ``offset`` on (a retried write repeats bytes already written)."""
+        if self.later is not None and self.proc is None:
+            return await self._hold_stdin(offset, data, eof)
         fresh = data[max(0, self.stdin_written - offset):]
         if fresh and not self.stdin_closed and offset <= self.stdin_written:
             try:
@@ -86,6 +102,32 @@ class Exec:
         if eof and not self.stdin_closed:
             self.stdin_closed = True
             self.proc.stdin.close()
+
+    async def _hold_stdin(self, offset: int, data: bytes, eof: bool) -> None:
+        """A held command's stdin: kept until its end; then the run is answered as before,
+        or started with all of it."""
+        fresh = data[max(0, self.stdin_written - offset):]
+        if offset <= self.stdin_written:
+            self.held += fresh
+            self.stdin_written += len(fresh)
+        if not eof or self.stdin_closed:
+            return
+        self.stdin_closed = True
+        self.key = self.replays.key([(SPEC_FILE, bytes(self.held))])
+        answer = self.replays.answer(self.key)
+        if answer is not None:
+            code, out, err = answer
+            async with self.changed:
+                self.output[0] += out
+                self.output[1] += err
+                self.ended = {0: True, 1: True}
+                self.code = 0 if code is None else code
+                self.changed.notify_all()
+            return
+        await self.start(*self.later)
+        self.proc.stdin.write(bytes(self.held))
+        await self.proc.stdin.drain()
+        self.proc.stdin.close()
 
 
 class ModalBox:

@@ -21,12 +21,15 @@ from grpclib import GRPCError, Status
 from modal_proto import task_command_router_pb2 as tcr
 from modal_proto.task_command_router_grpc import TaskCommandRouterBase
 
+from deepgym_ray.sandboxes.remote.command import spec_then_run
+
 from .api import unimplemented_elsewhere
 from .box import Exec, ModalBox
 
 if TYPE_CHECKING:
     from .server import ModalTestServer
 
+JUDGE_RUN = spec_then_run("/r/.deepgym-run", "", "stdin")[:3]  # how a judge run's argv starts
 WAIT_ATTEMPT = 50.0  # seconds; the client's own deadline per attempt is 60
 CHUNK = 1 << 20
 
@@ -61,7 +64,9 @@ class Router(TaskCommandRouterBase):
             env = {k: v for source in request.secret_sources
                    for k, v in source.env.contents.items()}
             argv = box.argv(list(request.command_args), request.workdir or None, env)
-            started = box.execs[request.exec_id] = Exec()
+            judge_run = list(request.command_args[:3]) == JUDGE_RUN  # its spec on its stdin
+            started = box.execs[request.exec_id] = Exec(
+                self.server.replays if judge_run else None)
             timeout = request.timeout_secs if request.HasField("timeout_secs") else None
             await started.start(argv, timeout)
         await stream.send_message(tcr.TaskExecStartResponse())
