@@ -64,12 +64,16 @@ while True:
 
 
 def _feed(proc: Any, data: bytes) -> None:
-    """``data`` on the command's stdin, then its end."""
-    for start in range(0, len(data), STDIN_CHUNK):
+    """``data`` on the command's stdin, then its end (with the last chunk: one call less)."""
+    starts = range(0, len(data), STDIN_CHUNK)
+    for start in starts:
         proc.stdin.write(data[start:start + STDIN_CHUNK])
+        if start == starts[-1]:
+            proc.stdin.write_eof()
         proc.stdin.drain()
-    proc.stdin.write_eof()
-    proc.stdin.drain()
+    if not starts:
+        proc.stdin.write_eof()
+        proc.stdin.drain()
 
 
 class ModalProvider(RemoteProvider):

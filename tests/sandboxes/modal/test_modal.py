@@ -193,6 +193,16 @@ def test_sandboxes_are_offline_with_a_lifetime_reused_and_terminated_on_close(se
     assert sid not in server.live_sandboxes()
 
 
+def test_input_larger_than_one_stdin_message_goes_in_several(server, provider, monkeypatch):
+    """A run's spec (and the judge's files) over one stdin message go in several, the end of
+    input with the last: judged as always."""
+    import deepgym_ray.sandboxes.modal as modal_provider
+
+    monkeypatch.setattr(modal_provider, "STDIN_CHUNK", 4096)
+    client = DeepGym(provider=provider, backend="threads")
+    assert [client.run(ENV, a).score for a in (ENV.reference_solution, WRONG)] == [1.0, 0.0]
+
+
 def test_a_sandbox_past_half_its_lifetime_is_not_reused(server, provider):
     client = DeepGym(provider=provider, backend="threads")
     try:
