@@ -2,7 +2,8 @@
 
 ``--user daytona --sudo nopasswd`` gives the sandboxes Daytona's default user; ``--latency``
 adds seconds to every call; ``--fail-rate`` answers that share of calls with
-``--fail-status``; ``--faults`` loads a JSON file of rules (see ``faults.Faults.load``).
+``--fail-status``; ``--faults`` loads a JSON file of rules (see ``faults.Faults.load``);
+``--replay`` answers a judge run seen before from its first output (for benches).
 """
 
 from __future__ import annotations

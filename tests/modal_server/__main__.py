@@ -2,7 +2,8 @@
 
 Prints one JSON line (the provider's options: ``token_id``, ``token_secret``, ``server_url``)
 once it serves; ``--latency`` adds seconds to every call; ``--faults`` loads a JSON file of
-rules. Stops on SIGTERM or SIGINT, its sandboxes with it.
+rules; ``--replay`` answers a judge run seen before from its first output (for benches). Stops
+on SIGTERM or SIGINT, its sandboxes with it.
 """
 
 from __future__ import annotations
