@@ -106,7 +106,8 @@ class ProcessService:
             if chunk is None:
                 open_streams -= 1
                 continue
-            seen[field].append(chunk)
+            if key is not None:  # kept only to be replayed
+                seen[field].append(chunk)
             yield process_pb.StartResponse(event=Event(event=Oneof(
                 "data", Event.DataEvent(output=Oneof(field, chunk)))))
         code = await loop.run_in_executor(None, proc.wait)

@@ -65,14 +65,10 @@ while True:
 
 def _feed(proc: Any, data: bytes) -> None:
     """``data`` on the command's stdin, then its end (with the last chunk: one call less)."""
-    starts = range(0, len(data), STDIN_CHUNK)
-    for start in starts:
+    for start in range(0, max(len(data), 1), STDIN_CHUNK):
         proc.stdin.write(data[start:start + STDIN_CHUNK])
-        if start == starts[-1]:
+        if start + STDIN_CHUNK >= len(data):
             proc.stdin.write_eof()
-        proc.stdin.drain()
-    if not starts:
-        proc.stdin.write_eof()
         proc.stdin.drain()
 
 
