@@ -39,7 +39,7 @@ class Exec:
         # With ``replays`` (bench mode), a judge run's command waits for its stdin (the run's
         # spec) before it starts: a run seen before is answered from its first output.
         self.replays, self.held, self.key = replays, bytearray(), None
-        self.later: tuple[list[str], float | None] | None = None
+        self.later: tuple[list[str], float | None, frozenset[int]] | None = None
         self.pumps: list[asyncio.Future] = []
         self.proc: asyncio.subprocess.Process | None = None
         self.output = {0: bytearray(), 1: bytearray()}  # the router's STDOUT, STDERR
@@ -49,17 +49,24 @@ class Exec:
         self.stdin_written = 0
         self.stdin_closed = False
 
-    async def start(self, argv: list[str], timeout: float | None) -> None:
+    async def start(self, argv: list[str], timeout: float | None,
+                    discard: frozenset[int] = frozenset()) -> None:
+        """Start ``argv``; the router's file descriptors in ``discard`` (its STDOUT 0, STDERR
+        1) go to /dev/null, as the exec's stdout and stderr configs say (DEVNULL)."""
         if self.replays is not None and self.later is None and self.code is None:
-            self.later = (argv, timeout)  # started (or answered) once its stdin ends
+            self.later = (argv, timeout, discard)  # started (or answered) once stdin ends
             return
+        pipe, devnull = asyncio.subprocess.PIPE, asyncio.subprocess.DEVNULL
         self.proc = await asyncio.create_subprocess_exec(
-            *argv, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE, start_new_session=True)
+            *argv, stdin=pipe, stdout=devnull if 0 in discard else pipe,
+            stderr=devnull if 1 in discard else pipe, start_new_session=True)
         if timeout is not None:
             asyncio.get_running_loop().call_later(timeout, self.kill)
+        for fd in discard:
+            self.ended[fd] = True
         self.pumps = [asyncio.ensure_future(self._pump(pipe, fd))
-                      for fd, pipe in ((0, self.proc.stdout), (1, self.proc.stderr))]
+                      for fd, pipe in ((0, self.proc.stdout), (1, self.proc.stderr))
+                      if fd not in discard]
         asyncio.ensure_future(self._reap())
 
     async def _pump(self, pipe: asyncio.StreamReader, fd: int) -> None:

@@ -68,7 +68,10 @@ class Router(TaskCommandRouterBase):
             started = box.execs[request.exec_id] = Exec(
                 self.server.replays if judge_run else None)
             timeout = request.timeout_secs if request.HasField("timeout_secs") else None
-            await started.start(argv, timeout)
+            off = (request.stdout_config == tcr.TASK_EXEC_STDOUT_CONFIG_DEVNULL,
+                   request.stderr_config == tcr.TASK_EXEC_STDERR_CONFIG_DEVNULL)
+            discard = frozenset(fd for fd in (0, 1) if off[fd])
+            await started.start(argv, timeout, discard)
         await stream.send_message(tcr.TaskExecStartResponse())
 
     async def TaskExecStdioRead(self, stream: Any) -> None:

@@ -14,7 +14,8 @@ program, which confines it), every call bounded by our own deadline and every fa
 
 A Modal sandbox's commands run as root; files go in through a command's stdin (Modal's file
 calls need a tool of Modal's own images; this works in any image with ``python3``): a run is
-one command, whose shell writes the run's spec from its stdin and then runs the program.
+one command, whose shell writes the run's spec from its stdin and then runs the program, and
+whose output is one stream (``one_stream``: stdout only; each stream is a call of its own).
 
 Example:
     provider = ModalProvider(lifetime=600)
@@ -77,6 +78,7 @@ class ModalProvider(RemoteProvider):
 
     name = "modal"
     service = "Modal"
+    one_stream = True
 
     def __init__(self, **options: Any) -> None:
         super().__init__()
@@ -182,24 +184,29 @@ class ModalProvider(RemoteProvider):
 
     def _execute(self, remote: Remote, command: str, timeout: float,
                  complete: Callable[[str, str], bool]) -> tuple[str, str, Any]:
-        # The command's output ends at its end (Modal's router keeps all of it): complete.
-        # Its own bound lies beyond ours (the run's deadline), which is the one that fires.
+        # One stream (``one_stream``): stderr is not sent, the exit status not asked for when
+        # the output is complete (the report has it); a run is three calls, not five. The
+        # output ends at the command's end (Modal's router keeps all of it). Its own bound
+        # lies beyond ours (the run's deadline), which is the one that fires.
         limit = math.ceil(timeout + 3 * self.options.call_timeout)
+        devnull = load_sdk().stream_type.StreamType.DEVNULL
         staged, remote.staged = remote.staged, []
         if staged:  # the spec first, written from stdin by the shell that then runs it
             ((path, spec),) = staged
             proc = remote.sdk.exec(*cmd.spec_then_run(path, command, "stdin"), text=False,
-                                   timeout=limit)
+                                   timeout=limit, stderr=devnull)
             _feed(proc, spec)
         else:
-            proc = remote.sdk.exec("bash", "-c", command, text=False, timeout=limit)
-        stdout, stderr = proc.stdout.read(), proc.stderr.read()
+            proc = remote.sdk.exec("bash", "-c", command, text=False, timeout=limit,
+                                   stderr=devnull)
+        stdout = proc.stdout.read().decode("utf-8", "surrogateescape")
+        if complete(stdout, ""):
+            return stdout, "", None
         code = proc.wait()
         if code == -1:  # the client's deadline for the command passed (ours comes first)
             raise ProviderTimeoutError(f"the run's program: no end within {limit}s",
                                        sandbox_id=remote.id)
-        return (stdout.decode("utf-8", "surrogateescape"),
-                stderr.decode("utf-8", "surrogateescape"), code)
+        return stdout, "", code
 
     def close(self) -> None:
         try:

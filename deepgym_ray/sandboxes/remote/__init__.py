@@ -82,6 +82,9 @@ class RemoteProvider(SandboxProvider):
     #: timed out (that ends the command inside it).
     cancellable = True
     keeps_work = True  # a session's runs keep its work area (see in_sandbox)
+    #: A run's whole output on the command's stdout, its stderr not read (where each stream
+    #: read is a call of its own; see ``command.split_one_stream``).
+    one_stream = False
     options: Any
 
     def __init__(self) -> None:
@@ -258,7 +261,8 @@ class RemoteProvider(SandboxProvider):
         digest = cmd.judge_digest()
         if digest != remote.judge_digest:  # the judge goes once per sandbox
             uploads += [(f"{remote.judge_dir}/{name}", data) for name, data in cmd.judge_files()]
-        line = cmd.session_command(remote.judge_dir, run.dir, remote.root.program_prefix())
+        line = cmd.session_command(remote.judge_dir, run.dir, remote.root.program_prefix(),
+                                   self.one_stream)
         started = time.monotonic()
         try:
             # Both calls on one of our threads (one hand-off per run), each bounded by the
@@ -272,7 +276,7 @@ class RemoteProvider(SandboxProvider):
             run.reusable = False
             raise
         duration = time.monotonic() - started
-        stderr = (stderr_text or "").encode("utf-8", "surrogateescape")
+        stdout, stderr = self._streams(stdout_text, stderr_text, end)
         report = cmd.read_report(stderr)
         # A session's sandbox holds the agent's work to the end: deleted then, never reused.
         run.reusable = bool(report and report.get("clean")) and remote.as_root \
@@ -286,9 +290,8 @@ class RemoteProvider(SandboxProvider):
                                f"{why}", sandbox_id=sandbox.id)
         self._note_confinement(remote, report)
         timed_out = bool(report.get("timed_out"))
-        stdout = cmd.strip_end((stdout_text or "").encode("utf-8", "surrogateescape"), end)
         return CommandResult(exit_code=None if timed_out else report.get("exit_code"),
-                             stdout=stdout,
+                             stdout=cmd.strip_end(stdout, end),
                              stderr=cmd.strip_report(stderr), timed_out=timed_out,
                              duration=duration)
 
@@ -301,13 +304,19 @@ class RemoteProvider(SandboxProvider):
         remote.judge_digest = digest
 
         def complete(stdout: str, stderr: str) -> bool:
-            return cmd.output_complete(stdout.encode("utf-8", "surrogateescape"),
-                                       stderr.encode("utf-8", "surrogateescape"), end)
+            return cmd.output_complete(*self._streams(stdout, stderr, end), end)
 
         try:
             return self._execute(remote, line, timeout, complete)
         except BaseException as exc:  # noqa: B036
             raise self.translate(exc, "run the judge", remote.id) from exc
+
+    def _streams(self, stdout: str | None, stderr: str | None, end: str) -> tuple[bytes, bytes]:
+        """A run's stdout and stderr as bytes (from its one stream where ``one_stream``)."""
+        out = (stdout or "").encode("utf-8", "surrogateescape")
+        if self.one_stream:
+            return cmd.split_one_stream(out, end)
+        return out, (stderr or "").encode("utf-8", "surrogateescape")
 
     def _note_confinement(self, remote: Remote, report: Mapping[str, Any]) -> None:
         """Say once (per provider process and message) what confinement a sandbox lacks."""

@@ -38,6 +38,7 @@ CLEAN_MARKER = ".deepgym-clean"  # the runner's proof that its solution processe
 RUN_PROGRAM = "deepgym_remote_run.py"
 CGROUPS_MODULE = "deepgym_remote_cgroups.py"
 SECCOMP_MODULE = "deepgym_remote_seccomp.py"
+STREAM_MODULE = "deepgym_remote_stream.py"
 SPEC_VARIABLE = "DEEPGYM_RUN_SPEC"  # where a spec travels in the command's environment
 # What one environment string may hold (Linux's MAX_ARG_STRLEN, 128 KiB), with room to spare:
 # a larger spec is uploaded as a file.
@@ -50,12 +51,13 @@ END_PREFIX = "deepgym-end "
 def judge_files() -> tuple[tuple[str, bytes], ...]:
     """What every sandbox gets once: the judge, the in-sandbox program, its cgroups module
     and its seccomp installer (the local provider's own, so both providers bound a run's
-    processes the same way)."""
+    processes the same way), and its one-stream output (``one_stream``)."""
     here = Path(__file__).parent
     files = dict(sandbox_judge_files())
     files[RUN_PROGRAM] = (here / "in_sandbox.py").read_bytes()
     files[CGROUPS_MODULE] = (here.parent / "local" / "cgroups.py").read_bytes()
     files[SECCOMP_MODULE] = (here.parent / "local" / "deepgym_seccomp.py").read_bytes()
+    files[STREAM_MODULE] = (here / "one_stream.py").read_bytes()
     return tuple(sorted(files.items()))
 
 
@@ -102,11 +104,14 @@ def run_spec(*, files: Mapping[str, bytes], argv: Sequence[str], stdin: bytes | 
     }).encode("utf-8", "surrogateescape")
 
 
-def session_command(judge_dir: str, run_dir: str,
-                    python: Sequence[str] = ("python3",)) -> str:
+def session_command(judge_dir: str, run_dir: str, python: Sequence[str] = ("python3",),
+                    one_stream: bool = False) -> str:
     """The session command of one run: the in-sandbox program and the run's directory;
-    ``python`` starts the program (``sudo -n <python>`` where the user is not root)."""
-    return shlex.join([*python, "-I", "-S", "-B", f"{judge_dir}/{RUN_PROGRAM}", run_dir])
+    ``python`` starts the program (``sudo -n <python>`` where the user is not root);
+    ``one_stream``: all of the run's output on stdout (see :func:`split_one_stream`)."""
+    line = shlex.join([*python, "-I", "-S", "-B", f"{judge_dir}/{RUN_PROGRAM}", run_dir])
+    # Before the program takes its stderr, what Python says goes to stdout too.
+    return f"{line} --one-stream 2>&1" if one_stream else line
 
 
 def spec_then_run(spec_path: str, command: str, source: str) -> list[str]:
@@ -151,6 +156,19 @@ def output_complete(stdout: bytes, stderr: bytes, end: str) -> bool:
     provider whose daemon copies output through readers of its own, Daytona's, may answer
     before they are done.) The mark is secret: a solution cannot end its output early."""
     return end_line(end) in stdout and read_report(stderr) is not None
+
+
+def split_one_stream(output: bytes, end: str) -> tuple[bytes, bytes]:
+    """A one-stream run's stdout and stderr (see :func:`session_command`): the end mark ends
+    the first, the stderr's tail and the report come after it. Without the mark (the program
+    did not get to its end) all of it is taken as stderr, for the error's message.
+
+    Example:
+        >>> split_one_stream(b"out" + end_line("e1") + b"err\\n", "e1")
+        (b'out\\ndeepgym-end e1\\n', b'err\\n')
+    """
+    before, found, after = output.partition(end_line(end))
+    return (before + found, after) if found else (b"", output)
 
 
 def strip_end(stdout: bytes, end: str) -> bytes:

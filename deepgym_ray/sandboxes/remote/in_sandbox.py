@@ -34,7 +34,9 @@ user is not root uploaded them as that user, see :func:`take_ownership`), then:
    temporary places, and checks both;
 4. marks the end of the run's stdout (``END`` + the run's secret), reports on its last stderr
    line (``REPORT`` + JSON: ``clean``, ``timed_out``, ``held``, ``missing``) and exits with
-   the runner's code.
+   the runner's code. With ``--one-stream`` after the run directory (for a provider that
+   reads one output stream per command, Modal's), the stderr's tail and the report follow
+   the end mark on stdout instead (see ``deepgym_remote_stream``).
 
 An agent's session (``keep_work`` in the spec) runs many times in one run directory: its work
 area is mounted in the sandbox's own mount namespace by the session's first run and kept by
@@ -388,6 +390,11 @@ def compile_judge():
 
 def main():
     run_dir = os.path.abspath(sys.argv[1])
+    one_stream = None
+    if sys.argv[2:] == ["--one-stream"]:
+        from deepgym_remote_stream import StderrTail
+
+        one_stream = StderrTail()
     holder, work = run_dir + "-s", os.path.join(run_dir + "-s", "work")
     spec_path = os.path.join(run_dir, SPEC_FILE)
     os.chmod(run_dir, 0o700)  # before the spec is read: it holds the run's secrets
@@ -416,8 +423,11 @@ def main():
     report["clean"] = clean_up(spec, run_dir, holder, held, group)
     if spec.get("end"):  # stdout is complete (see command.output_complete)
         os.write(1, f"\n{END}{spec['end']}\n".encode())
-    sys.stderr.write(REPORT + json.dumps(report) + "\n")
-    sys.stderr.flush()
+    if one_stream is not None:  # the stderr's tail, then the report, after the end mark
+        one_stream.finish(REPORT + json.dumps(report) + "\n")
+    else:
+        sys.stderr.write(REPORT + json.dumps(report) + "\n")
+        sys.stderr.flush()
     code = report["exit_code"]
     os._exit(97 if code is None else KILLED_AT_DEADLINE if report["timed_out"]
              else code if code >= 0 else 128 - code)

@@ -25,6 +25,7 @@ from deepgym_ray.exceptions import (
     SandboxExpiredError,
     is_infrastructure_failure,
 )
+from deepgym_ray.models import Environment
 from deepgym_ray.pool import get_pool
 
 modal = pytest.importorskip("modal")
@@ -203,6 +204,31 @@ def test_input_larger_than_one_stdin_message_goes_in_several(server, provider, m
     assert [client.run(ENV, a).score for a in (ENV.reference_solution, WRONG)] == [1.0, 0.0]
 
 
+# A verifier that floods its stderr and then ends the runner where it cannot report.
+FLOODER = Environment(name="stderr-flood", timeout=20, case_timeout=5, verifier_code=(
+    "import os, threading\n"
+    "def verify(solution_path, test_cases_path=None):\n"
+    "    def end():\n"
+    "        os.write(2, b'x' * (1 << 20) + b'\\nthe last words\\n')\n"
+    "        os._exit(2)\n"
+    "    threading.Thread(target=end).start()\n"
+    "    threading.Event().wait()\n"))
+
+
+def test_a_run_reads_one_stream_and_no_exit_status(server, provider):
+    """A run's output is its stdout alone, its exit status never asked for: with every exit
+    status call failing, a warm sandbox's runs are judged; the runner's stderr still comes
+    (after the end of stdout), its tail, however much the verifier wrote there."""
+    client = DeepGym(provider=provider, backend="threads")
+    assert client.run(ENV, ENV.reference_solution).score == 1.0  # the judge's files go in
+    failing = server.faults.add("exec_wait", "status", status=503, times=None)
+    assert [client.run(ENV, a).score for a in (ENV.reference_solution, WRONG)] == [1.0, 0.0]
+    flooded = client.run_safe(FLOODER, ENV.reference_solution)
+    assert flooded.error_type == "verifier_error" and not flooded.has_verdict, flooded
+    assert flooded.details.endswith("the last words"), flooded.details[-300:]
+    assert failing.hits == 0
+
+
 def test_a_sandbox_past_half_its_lifetime_is_not_reused(server, provider):
     client = DeepGym(provider=provider, backend="threads")
     try:
@@ -263,7 +289,7 @@ FAULTS = [
     # a refused router token is asked for again (once) and the call tried again
     pytest.param(("exec", "status", 401, 2), "ProviderHTTPError: HTTP 401", id="401"),
     pytest.param(("exec", "status", 403, 1), "ProviderHTTPError: HTTP 403", id="403"),
-    pytest.param(("exec_wait", "hang", 0, 1), "ProviderTimeoutError", id="hung-call"),
+    pytest.param(("read", "hang", 0, 1), "ProviderTimeoutError", id="hung-call"),
     pytest.param(("read", "drop", 0, None), "ProviderConnectionError", id="dropped-stream"),
     pytest.param(("exec", "vanish", 0, 1), "SandboxEvictedError", id="sandbox-vanishes"),
 ]
@@ -280,7 +306,7 @@ def test_each_fault_gives_no_verdict_with_its_error(pool_client, server, fault, 
 def test_a_batch_with_faults_sprinkled_in_gets_one_verdict_per_input(pool_client, server):
     remote_setup.check_sprinkled_faults(pool_client, server, [
         ("exec", "status", 503, None, 0.15), ("create", "status", 429, 3, 1.0),
-        ("read", "drop", 0, 2, 1.0), ("exec_wait", "hang", 0, 1, 1.0),
+        ("read", "drop", 0, 2, 1.0), ("read", "hang", 0, 1, 1.0),
         ("exec", "vanish", 0, 1, 1.0)])
 
 
