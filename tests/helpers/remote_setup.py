@@ -9,10 +9,13 @@ Example:
 
 from __future__ import annotations
 
+from deepgym_ray.sandboxes.remote.command import SPEC_IN_ENVIRONMENT_MAX
 from deepgym_ray.suites import load_environment
 
 ENV = load_environment("coin_change")
 WRONG = "def coin_change(coins, amount):\n    raise ValueError(\"no idea\")\n"
+# A right answer whose run's spec is too large for one environment variable (it goes another way).
+LARGE = ENV.reference_solution + "\n# " + "x" * SPEC_IN_ENVIRONMENT_MAX + "\n"
 # A hung call is given up at the run's wall-clock bound (three times its time, and 3 s) plus
 # two call timeouts: the fault tests run with a shorter time than coin_change's 30 s (its
 # reference needs a few hundredths of a second of CPU), so that one costs 19 s, not 103.

@@ -21,7 +21,7 @@ from daytona_server import container
 from daytona_server.replay import Replays
 from modal_proto import api_pb2
 
-from deepgym_ray.sandboxes.remote.command import SPEC_FILE
+from deepgym_ray.sandboxes.remote.command import SPEC_FILE, SPEC_VARIABLE
 
 Status = api_pb2.GenericResult
 
@@ -35,12 +35,7 @@ def modal_id(prefix: str, length: int = 22) -> str:
 class Exec:
     """A command started by ``TaskExecStart``: its process, its output, its end."""
 
-    def __init__(self, replays: Replays | None = None) -> None:
-        # With ``replays`` (bench mode), a judge run's command waits for its stdin (the run's
-        # spec) before it starts: a run seen before is answered from its first output.
-        self.replays, self.held, self.key = replays, bytearray(), None
-        self.later: tuple[list[str], float | None, frozenset[int]] | None = None
-        self.pumps: list[asyncio.Future] = []
+    def __init__(self) -> None:
         self.proc: asyncio.subprocess.Process | None = None
         self.output = {0: bytearray(), 1: bytearray()}  # the router's STDOUT, STDERR
         self.ended = {0: False, 1: False}  # each pipe at its end
@@ -48,26 +43,39 @@ class Exec:
         self.code: int | None = None  # its exit status once it exited (negative: a signal)
         self.stdin_written = 0
         self.stdin_closed = False
+        self.replay: tuple[Replays, tuple] | None = None  # a judge run's first output, kept
 
-    async def start(self, argv: list[str], timeout: float | None,
-                    discard: frozenset[int] = frozenset()) -> None:
-        """Start ``argv``; the router's file descriptors in ``discard`` (its STDOUT 0, STDERR
-        1) go to /dev/null, as the exec's stdout and stderr configs say (DEVNULL)."""
-        if self.replays is not None and self.later is None and self.code is None:
-            self.later = (argv, timeout, discard)  # started (or answered) once stdin ends
+    async def start(self, argv: list[str], timeout: float | None, env: dict[str, str],
+                    discard: frozenset[int] = frozenset(), replays: Replays | None = None
+                    ) -> None:
+        """Start ``argv`` with ``env`` in its environment (as Modal sets an exec's secrets:
+        never on a command line); the router's file descriptors in ``discard`` (its STDOUT 0,
+        STDERR 1) go to /dev/null, as the exec's stdout and stderr configs say (DEVNULL).
+        With ``replays`` (bench mode), a judge run seen before (by the spec in its
+        environment) is answered from its first output, not started."""
+        key = replays.key([(SPEC_FILE, env[SPEC_VARIABLE].encode())]) \
+            if replays is not None and SPEC_VARIABLE in env else None
+        answer = replays.answer(key) if key is not None else None
+        if answer is not None:
+            code, out, err = answer
+            self.output = {0: bytearray(out), 1: bytearray(err)}
+            self.ended, self.code = {0: True, 1: True}, 0 if code is None else code
             return
+        if key is not None:
+            self.replay = (replays, key)
         pipe, devnull = asyncio.subprocess.PIPE, asyncio.subprocess.DEVNULL
         self.proc = await asyncio.create_subprocess_exec(
             *argv, stdin=pipe, stdout=devnull if 0 in discard else pipe,
-            stderr=devnull if 1 in discard else pipe, start_new_session=True)
+            stderr=devnull if 1 in discard else pipe, env={**os.environ, **env},
+            start_new_session=True)
         if timeout is not None:
             asyncio.get_running_loop().call_later(timeout, self.kill)
         for fd in discard:
             self.ended[fd] = True
-        self.pumps = [asyncio.ensure_future(self._pump(pipe, fd))
-                      for fd, pipe in ((0, self.proc.stdout), (1, self.proc.stderr))
-                      if fd not in discard]
-        asyncio.ensure_future(self._reap())
+        pumps = [asyncio.ensure_future(self._pump(pipe, fd))
+                 for fd, pipe in ((0, self.proc.stdout), (1, self.proc.stderr))
+                 if fd not in discard]
+        asyncio.ensure_future(self._reap(pumps))
 
     async def _pump(self, pipe: asyncio.StreamReader, fd: int) -> None:
         while chunk := await pipe.read(1 << 16):
@@ -78,11 +86,12 @@ class Exec:
             self.ended[fd] = True
             self.changed.notify_all()
 
-    async def _reap(self) -> None:
+    async def _reap(self, pumps: list[asyncio.Future]) -> None:
         code = await self.proc.wait()
-        if self.key is not None:  # a judge run's first output, for the runs after it
-            await asyncio.gather(*self.pumps)
-            self.replays.remember(self.key, code, bytes(self.output[0]), bytes(self.output[1]))
+        if self.replay is not None:  # a judge run's first output, for the runs after it
+            await asyncio.gather(*pumps)
+            replays, key = self.replay
+            replays.remember(key, code, bytes(self.output[0]), bytes(self.output[1]))
         async with self.changed:
             self.code = code
             self.changed.notify_all()
@@ -96,45 +105,19 @@ class Exec:
 
     async def write_stdin(self, offset: int, data: bytes, eof: bool) -> None:
         """Stdin from ``offset`` on (a retried write repeats bytes already written)."""
-        if self.later is not None and self.proc is None:
-            return await self._hold_stdin(offset, data, eof)
         fresh = data[max(0, self.stdin_written - offset):]
         if fresh and not self.stdin_closed and offset <= self.stdin_written:
             try:
-                self.proc.stdin.write(fresh)
-                await self.proc.stdin.drain()
+                if self.proc is not None:  # else a replayed run: as one that read nothing
+                    self.proc.stdin.write(fresh)
+                    await self.proc.stdin.drain()
             except (BrokenPipeError, ConnectionResetError):
                 pass  # the command stopped reading: as a pipe does
             self.stdin_written += len(fresh)
         if eof and not self.stdin_closed:
             self.stdin_closed = True
-            self.proc.stdin.close()
-
-    async def _hold_stdin(self, offset: int, data: bytes, eof: bool) -> None:
-        """A held command's stdin: kept until its end; then the run is answered as before,
-        or started with all of it."""
-        fresh = data[max(0, self.stdin_written - offset):]
-        if offset <= self.stdin_written:
-            self.held += fresh
-            self.stdin_written += len(fresh)
-        if not eof or self.stdin_closed:
-            return
-        self.stdin_closed = True
-        self.key = self.replays.key([(SPEC_FILE, bytes(self.held))])
-        answer = self.replays.answer(self.key)
-        if answer is not None:
-            code, out, err = answer
-            async with self.changed:
-                self.output[0] += out
-                self.output[1] += err
-                self.ended = {0: True, 1: True}
-                self.code = 0 if code is None else code
-                self.changed.notify_all()
-            return
-        await self.start(*self.later)
-        self.proc.stdin.write(bytes(self.held))
-        await self.proc.stdin.drain()
-        self.proc.stdin.close()
+            if self.proc is not None:
+                self.proc.stdin.close()
 
 
 class ModalBox:
@@ -166,15 +149,13 @@ class ModalBox:
         self.container.start()
         return self
 
-    def argv(self, command_args: list[str], workdir: str | None,
-             env: dict[str, str]) -> list[str]:
-        """What runs ``command_args`` inside (as root, in ``workdir``, with ``env``)."""
+    def argv(self, command_args: list[str], workdir: str | None) -> list[str]:
+        """What runs ``command_args`` inside (as root, in ``workdir``; the environment the
+        process is given reaches it)."""
         import shlex
 
-        assigns = " ".join(shlex.quote(f"{k}={v}") for k, v in env.items())
-        line = f"exec env {assigns} {shlex.join(command_args)}" if assigns else \
-            f"exec {shlex.join(command_args)}"
-        return self.container.argv(line, workdir or container.HOME, as_root=True)
+        return self.container.argv(f"exec {shlex.join(command_args)}",
+                                   workdir or container.HOME, as_root=True)
 
     def end(self, status: int, exception: str = "") -> bool:
         """Mark the sandbox ended with ``status`` and kill every command in it (the container

@@ -21,15 +21,12 @@ from grpclib import GRPCError, Status
 from modal_proto import task_command_router_pb2 as tcr
 from modal_proto.task_command_router_grpc import TaskCommandRouterBase
 
-from deepgym_ray.sandboxes.remote.command import spec_then_run
-
 from .api import unimplemented_elsewhere
 from .box import Exec, ModalBox
 
 if TYPE_CHECKING:
     from .server import ModalTestServer
 
-JUDGE_RUN = spec_then_run("/r/.deepgym-run", "", "stdin")[:3]  # how a judge run's argv starts
 WAIT_ATTEMPT = 50.0  # seconds; the client's own deadline per attempt is 60
 CHUNK = 1 << 20
 
@@ -63,15 +60,13 @@ class Router(TaskCommandRouterBase):
         if request.exec_id not in box.execs:  # a retried start starts nothing new
             env = {k: v for source in request.secret_sources
                    for k, v in source.env.contents.items()}
-            argv = box.argv(list(request.command_args), request.workdir or None, env)
-            judge_run = list(request.command_args[:3]) == JUDGE_RUN  # its spec on its stdin
-            started = box.execs[request.exec_id] = Exec(
-                self.server.replays if judge_run else None)
+            argv = box.argv(list(request.command_args), request.workdir or None)
+            started = box.execs[request.exec_id] = Exec()
             timeout = request.timeout_secs if request.HasField("timeout_secs") else None
             off = (request.stdout_config == tcr.TASK_EXEC_STDOUT_CONFIG_DEVNULL,
                    request.stderr_config == tcr.TASK_EXEC_STDERR_CONFIG_DEVNULL)
             discard = frozenset(fd for fd in (0, 1) if off[fd])
-            await started.start(argv, timeout, discard)
+            await started.start(argv, timeout, env, discard, self.server.replays)
         await stream.send_message(tcr.TaskExecStartResponse())
 
     async def TaskExecStdioRead(self, stream: Any) -> None:

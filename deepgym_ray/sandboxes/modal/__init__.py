@@ -12,10 +12,11 @@ run's processes are proven gone, a run as one upload and one command (the in-san
 program, which confines it), every call bounded by our own deadline and every failure typed
 (see ``calls``), throttled creates that wait.
 
-A Modal sandbox's commands run as root; files go in through a command's stdin (Modal's file
-calls need a tool of Modal's own images; this works in any image with ``python3``): a run is
-one command, whose shell writes the run's spec from its stdin and then runs the program, and
-whose output is one stream (``one_stream``: stdout only; each stream is a call of its own).
+A Modal sandbox's commands run as root; files go in through a command's stdin or environment
+(Modal's file calls need a tool of Modal's own images; this works in any image with
+``python3``). A run is one command, whose shell writes the run's spec from its environment
+(from its stdin when larger than one variable holds) and then runs the program, and whose
+output is one stream (``one_stream``: stdout only): two calls, its start and its output.
 
 Example:
     provider = ModalProvider(lifetime=600)
@@ -164,7 +165,7 @@ class ModalProvider(RemoteProvider):
     # --- a run's two calls ---------------------------------------------------------------
 
     def _upload(self, remote: Remote, files: list[tuple[str, bytes]]) -> None:
-        if len(files) == 1:  # a run's spec: it goes in on the program's own stdin (one exec)
+        if len(files) == 1:  # a run's spec: it goes in with the program's own command
             remote.staged = files
             return
         # the judge's files, once per sandbox
@@ -184,21 +185,25 @@ class ModalProvider(RemoteProvider):
 
     def _execute(self, remote: Remote, command: str, timeout: float,
                  complete: Callable[[str, str], bool]) -> tuple[str, str, Any]:
-        # One stream (``one_stream``): stderr is not sent, the exit status not asked for when
-        # the output is complete (the report has it); a run is three calls, not five. The
-        # output ends at the command's end (Modal's router keeps all of it). Its own bound
-        # lies beyond ours (the run's deadline), which is the one that fires.
+        # The spec in the command's environment (Modal sends it with the start, as a secret)
+        # and one output stream (``one_stream``): stderr is not sent, the exit status not
+        # asked for when the output is complete (the report has it). The output ends at the
+        # command's end (Modal's router keeps all of it). The command's own bound lies beyond
+        # ours (the run's deadline), which is the one that fires.
         limit = math.ceil(timeout + 3 * self.options.call_timeout)
         devnull = load_sdk().stream_type.StreamType.DEVNULL
+        argv, env, stdin = ["bash", "-c", command], None, None
         staged, remote.staged = remote.staged, []
-        if staged:  # the spec first, written from stdin by the shell that then runs it
+        if staged:  # the spec first, written by the shell that then runs the program
             ((path, spec),) = staged
-            proc = remote.sdk.exec(*cmd.spec_then_run(path, command, "stdin"), text=False,
-                                   timeout=limit, stderr=devnull)
-            _feed(proc, spec)
-        else:
-            proc = remote.sdk.exec("bash", "-c", command, text=False, timeout=limit,
-                                   stderr=devnull)
+            if len(spec) <= cmd.SPEC_IN_ENVIRONMENT_MAX and spec.isascii():
+                argv = cmd.spec_then_run(path, command, "environment")
+                env = {cmd.SPEC_VARIABLE: spec.decode("ascii")}  # JSON: ASCII, no NUL
+            else:  # more than one variable holds: on its stdin (a call more)
+                argv, stdin = cmd.spec_then_run(path, command, "stdin"), spec
+        proc = remote.sdk.exec(*argv, text=False, timeout=limit, stderr=devnull, env=env)
+        if stdin is not None:
+            _feed(proc, stdin)
         stdout = proc.stdout.read().decode("utf-8", "surrogateescape")
         if complete(stdout, ""):
             return stdout, "", None

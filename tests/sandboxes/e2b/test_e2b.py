@@ -9,7 +9,7 @@ import time
 
 import pytest
 from helpers import remote_setup
-from helpers.remote_setup import ENV, FAULT_ENV, WRONG, map_one, options
+from helpers.remote_setup import ENV, FAULT_ENV, LARGE, WRONG, map_one, options
 
 from deepgym_ray import sandboxes
 from deepgym_ray.client import DeepGym
@@ -26,7 +26,6 @@ from deepgym_ray.exceptions import (
     is_infrastructure_failure,
 )
 from deepgym_ray.pool import get_pool
-from deepgym_ray.sandboxes.remote.command import SPEC_IN_ENVIRONMENT_MAX
 
 e2b = pytest.importorskip("e2b")
 
@@ -231,9 +230,8 @@ def test_every_builtin_reference_scores_one_and_a_wrong_answer_zero(pool_client,
     remote_setup.check_every_builtin(pool_client)
 
 
-# A run whose spec is too large for one environment string: uploaded before its command
+# LARGE: a run whose spec is too large for one environment string, uploaded before its command
 # (a run of a warm sandbox makes no other file call: see the test below).
-LARGE = ENV.reference_solution + "\n# " + "x" * SPEC_IN_ENVIRONMENT_MAX + "\n"
 FAULTS = [
     pytest.param(("process", "status", 500), "ProviderHTTPError: HTTP 500", id="500"),
     pytest.param(("files", "status", 503, LARGE), "ProviderHTTPError: HTTP 503", id="503"),

@@ -10,7 +10,7 @@ import time
 
 import pytest
 from helpers import remote_setup
-from helpers.remote_setup import ENV, FAULT_ENV, WRONG, options
+from helpers.remote_setup import ENV, FAULT_ENV, LARGE, WRONG, options
 
 from deepgym_ray import sandboxes
 from deepgym_ray.client import DeepGym
@@ -195,13 +195,14 @@ def test_sandboxes_are_offline_with_a_lifetime_reused_and_terminated_on_close(se
 
 
 def test_input_larger_than_one_stdin_message_goes_in_several(server, provider, monkeypatch):
-    """A run's spec (and the judge's files) over one stdin message go in several, the end of
-    input with the last: judged as always."""
+    """The judge's files (and a run's spec too large for its command's environment) over one
+    stdin message go in several, the end of input with the last: judged as always."""
     import deepgym_ray.sandboxes.modal as modal_provider
 
     monkeypatch.setattr(modal_provider, "STDIN_CHUNK", 4096)
     client = DeepGym(provider=provider, backend="threads")
-    assert [client.run(ENV, a).score for a in (ENV.reference_solution, WRONG)] == [1.0, 0.0]
+    assert [client.run(ENV, a).score for a in (ENV.reference_solution, WRONG, LARGE)] \
+        == [1.0, 0.0, 1.0]
 
 
 # A verifier that floods its stderr and then ends the runner where it cannot report.
@@ -215,18 +216,25 @@ FLOODER = Environment(name="stderr-flood", timeout=20, case_timeout=5, verifier_
     "    threading.Event().wait()\n"))
 
 
-def test_a_run_reads_one_stream_and_no_exit_status(server, provider):
-    """A run's output is its stdout alone, its exit status never asked for: with every exit
-    status call failing, a warm sandbox's runs are judged; the runner's stderr still comes
-    (after the end of stdout), its tail, however much the verifier wrote there."""
+def test_a_run_is_two_calls_its_spec_in_the_environment_its_output_one_stream(server, provider):
+    """A run's spec rides on its command and its output is its stdout alone, its exit status
+    never asked for: with every stdin write and exit status call refused, a warm sandbox's
+    runs are judged. A spec too large for one variable goes on stdin (and fails with it).
+    The runner's stderr still comes (after the end of stdout), its tail, however much the
+    verifier wrote there."""
     client = DeepGym(provider=provider, backend="threads")
     assert client.run(ENV, ENV.reference_solution).score == 1.0  # the judge's files go in
-    failing = server.faults.add("exec_wait", "status", status=503, times=None)
+    refused = [server.faults.add(call, "status", status=403, times=None)
+               for call in ("stdin", "exec_wait")]
     assert [client.run(ENV, a).score for a in (ENV.reference_solution, WRONG)] == [1.0, 0.0]
     flooded = client.run_safe(FLOODER, ENV.reference_solution)
     assert flooded.error_type == "verifier_error" and not flooded.has_verdict, flooded
     assert flooded.details.endswith("the last words"), flooded.details[-300:]
-    assert failing.hits == 0
+    assert [rule.hits for rule in refused] == [0, 0]
+    large = client.run_safe(ENV, LARGE)
+    assert not large.has_verdict and "HTTP 403" in large.details, large
+    server.faults.clear()
+    assert client.run(ENV, LARGE).score == 1.0
 
 
 def test_a_sandbox_past_half_its_lifetime_is_not_reused(server, provider):
