@@ -53,6 +53,7 @@ __all__ = ["Remote", "RemoteProvider", "Run"]
 
 logger = logging.getLogger(__name__)
 MB = 1 << 20
+_JUDGE_FILES = frozenset(JUDGE_FILES)
 # Of a sandbox's memory, what the judge keeps (the runner, the verifier, the in-sandbox
 # program); the rest bounds all of a run's solution processes together.
 JUDGE_HEADROOM_MB = 256
@@ -218,8 +219,9 @@ class RemoteProvider(SandboxProvider):
     def put_files(self, sandbox: Sandbox, files: Mapping[str, bytes]) -> None:
         run: Run = sandbox.handle
         for name, content in files.items():
-            rel = sandbox_path(name)
-            run.files[str(rel)] = bytes(content)  # sent with the run: one upload per run
+            if name in _JUDGE_FILES:  # the sandbox has them (they go once per sandbox)
+                continue
+            run.files[str(sandbox_path(name))] = bytes(content)  # sent with the run's spec
 
     def solution_launch(self, sandbox: Sandbox) -> dict:
         """The solution runs under the run's uid (when we are root) with resource limits."""
@@ -252,7 +254,7 @@ class RemoteProvider(SandboxProvider):
         # root-only spec file, never on a command line.
         end = secrets.token_hex(8)  # the run's secret mark of its stdout's end
         spec = cmd.run_spec(
-            files={n: data for n, data in run.files.items() if n not in JUDGE_FILES},
+            files=run.files,
             argv=argv, stdin=stdin, env=env or {}, timeout=timeout, uid=run.uid,
             disk_mb=o.disk_mb, max_files=o.max_files, memory_mb=self.run_memory_mb(remote),
             pids=o.max_processes, path=remote.root.runner_path, keep_work=run.session,

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 from deepgym_ray.sandboxes.remote import privilege
@@ -42,7 +43,7 @@ class Remote:
     def judge_dir(self) -> str:
         return f"{self.home}/deepgym/judge"
 
-    @property
+    @cached_property  # an SDK object's attributes can cost (Modal's go through its wrappers)
     def id(self) -> str:
         sdk = self.sdk  # E2B's, Modal's, Daytona's
         return str(getattr(sdk, "sandbox_id", None) or getattr(sdk, "object_id", None) or sdk.id)
