@@ -6,7 +6,8 @@ tests/modal_server) started as a subprocess, so that the server's CPU and its sa
 measured apart and left out: only the pool's is the client's. Every call waits ``--latency``
 seconds in the server, as over a network. Each server answers a judge run seen before from its
 first real run (``--replay``), so that the sandboxes do not take the machine's cores while the
-client is measured. A warm-up batch makes the sandboxes first; then ``--runs`` answers (one
+client is measured. A warm-up batch makes the sandboxes first (and a right and a wrong run
+after it give the server the runs to replay); then ``--runs`` answers (one
 in four wrong) go through the pool at ``--max-parallel``, the providers one after another on
 one Ray instance, in rounds, alternating.
 
@@ -69,6 +70,9 @@ def measure(provider: str, runs: int, parallel: int, latency: float) -> dict:
                             num_cpus_per_actor=0.25, max_retries=3))
         pool = get_pool(DeepGym(config=config))
         warm = list(pool.map(env, answers[:parallel], max_parallel=parallel))
+        # A sandbox's first run carries the judge's files, which a server cannot replay by:
+        # one right and one wrong run on warm sandboxes, so that every measured run is known.
+        warm += pool.map(env, [env.reference_solution, wrong], max_parallel=1)
         pids = [s["pid"] for s in pool.stats()]
         actors0 = sum(cpu_seconds(p) for p in pids)
         driver0 = resource.getrusage(resource.RUSAGE_SELF)
