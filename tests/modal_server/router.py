@@ -27,6 +27,7 @@ from .box import Exec, ModalBox
 if TYPE_CHECKING:
     from .server import ModalTestServer
 
+SECRET_VALUE_MAX = 32_768  # characters (Modal's secrets guide); an exec's variables are one
 WAIT_ATTEMPT = 50.0  # seconds; the client's own deadline per attempt is 60
 CHUNK = 1 << 20
 
@@ -60,6 +61,10 @@ class Router(TaskCommandRouterBase):
         if request.exec_id not in box.execs:  # a retried start starts nothing new
             env = {k: v for source in request.secret_sources
                    for k, v in source.env.contents.items()}
+            too_long = [k for k, v in env.items() if len(v) > SECRET_VALUE_MAX]
+            if too_long:  # as Modal bounds a secret's values
+                raise GRPCError(Status.INVALID_ARGUMENT, f"secret value of {too_long[0]} is "
+                                f"longer than {SECRET_VALUE_MAX} characters")
             argv = box.argv(list(request.command_args), request.workdir or None)
             started = box.execs[request.exec_id] = Exec()
             timeout = request.timeout_secs if request.HasField("timeout_secs") else None

@@ -15,8 +15,9 @@ program, which confines it), every call bounded by our own deadline and every fa
 A Modal sandbox's commands run as root; files go in through a command's stdin or environment
 (Modal's file calls need a tool of Modal's own images; this works in any image with
 ``python3``). A run is one command, whose shell writes the run's spec from its environment
-(from its stdin when larger than one variable holds) and then runs the program, and whose
-output is one stream (``one_stream``: stdout only): two calls, its start and its output.
+(from its stdin when larger than a secret's value may be) and then runs the program, and
+whose output is one stream (``one_stream``: stdout only): two calls, its start and its
+output.
 
 Example:
     provider = ModalProvider(lifetime=600)
@@ -47,6 +48,9 @@ __all__ = ["ModalOptions", "ModalProvider"]
 logger = logging.getLogger(__name__)
 HOME = "/root"
 STDIN_CHUNK = 8 << 20  # the client sends what one drain has as one message, up to 16 MiB
+# An exec's variables go as a secret source, whose values Modal bounds (its secrets guide:
+# 32,768 characters): a larger spec goes on the command's stdin.
+SPEC_IN_SECRET_MAX = 32_768
 # Reads files from stdin: per file a JSON line [path, size], then its bytes; root-only.
 _WRITE_FILES = r"""
 import json, os, sys
@@ -213,10 +217,10 @@ class ModalProvider(RemoteProvider):
         staged, remote.staged = remote.staged, []
         if staged:  # the spec first, written by the shell that then runs the program
             ((path, spec),) = staged
-            if len(spec) <= cmd.SPEC_IN_ENVIRONMENT_MAX and spec.isascii():
+            if len(spec) <= SPEC_IN_SECRET_MAX and spec.isascii():
                 argv = cmd.spec_then_run(path, command, "environment")
                 env = {cmd.SPEC_VARIABLE: spec.decode("ascii")}  # JSON: ASCII, no NUL
-            else:  # more than one variable holds: on its stdin (a call more)
+            else:  # more than one secret value holds: on its stdin (a call more)
                 argv, stdin = cmd.spec_then_run(path, command, "stdin"), spec
         proc, out = _command()(remote.sdk, argv, stdin, True, text=False, timeout=limit,
                                stderr=devnull, env=env)

@@ -205,6 +205,9 @@ def test_input_larger_than_one_stdin_message_goes_in_several(server, provider, m
         == [1.0, 0.0, 1.0]
 
 
+# A right answer whose spec is over a Modal secret's value (32,768 characters) and far below
+# E2B's limit for a variable: it goes on the command's stdin.
+MEDIUM = ENV.reference_solution + "\n# " + "x" * 33_000 + "\n"
 # A verifier that floods its stderr and then ends the runner where it cannot report.
 FLOODER = Environment(name="stderr-flood", timeout=20, case_timeout=5, verifier_code=(
     "import os, threading\n"
@@ -219,7 +222,7 @@ FLOODER = Environment(name="stderr-flood", timeout=20, case_timeout=5, verifier_
 def test_a_run_is_two_calls_its_spec_in_the_environment_its_output_one_stream(server, provider):
     """A run's spec rides on its command and its output is its stdout alone, its exit status
     never asked for: with every stdin write and exit status call refused, a warm sandbox's
-    runs are judged. A spec too large for one variable goes on stdin (and fails with it).
+    runs are judged. A spec over a secret's value goes on stdin (and fails with it).
     The runner's stderr still comes (after the end of stdout), its tail, however much the
     verifier wrote there."""
     client = DeepGym(provider=provider, backend="threads")
@@ -231,10 +234,10 @@ def test_a_run_is_two_calls_its_spec_in_the_environment_its_output_one_stream(se
     assert flooded.error_type == "verifier_error" and not flooded.has_verdict, flooded
     assert flooded.details.endswith("the last words"), flooded.details[-300:]
     assert [rule.hits for rule in refused] == [0, 0]
-    large = client.run_safe(ENV, LARGE)
-    assert not large.has_verdict and "HTTP 403" in large.details, large
+    medium = client.run_safe(ENV, MEDIUM)
+    assert not medium.has_verdict and "HTTP 403" in medium.details, medium
     server.faults.clear()
-    assert client.run(ENV, LARGE).score == 1.0
+    assert client.run(ENV, MEDIUM).score == 1.0
 
 
 def test_a_sandbox_past_half_its_lifetime_is_not_reused(server, provider):

@@ -1,8 +1,8 @@
 """The local Modal server (tests/modal_server) behaves as Modal does where a provider depends
 on it, checked with the real ``modal`` client: a sandbox in an app from a registry image,
-commands through the task command router as root with their output, input and exit, a
-command's own timeout, a lifetime that ends the sandbox (``SandboxTimeoutError``), terminate,
-from_id and list, and the token and the router's JWT checked (issue 39)."""
+commands through the task command router as root with their output, input, variables and
+exit, a command's own timeout, a lifetime that ends the sandbox (``SandboxTimeoutError``),
+terminate, from_id and list, and the token and the router's JWT checked (issue 39)."""
 
 from __future__ import annotations
 
@@ -45,6 +45,13 @@ def test_commands_run_as_root_with_output_input_exit_code_and_their_own_timeout(
 
         assert fed.stdout.read().split()[0].decode() == hashlib.sha256(data).hexdigest()
         assert fed.wait() == 0
+        # an exec's variables (a secret source: values up to 32,768 characters), and its
+        # stderr discarded when it says DEVNULL (the client then has no stream to read)
+        said = box.exec("bash", "-c", 'echo "${#V}"; head -c 1000000 /dev/zero >&2',
+                        env={"V": "x" * 32_768}, stderr=modal.stream_type.StreamType.DEVNULL)
+        assert (said.stdout.read(), said.wait()) == ("32768\n", 0)
+        with pytest.raises(modal.exception.InvalidError):
+            box.exec("true", env={"V": "x" * 32_769})
         slow = box.exec("bash", "-c", "echo started; sleep 30", timeout=1)
         started = time.monotonic()
         # its timeout ends it: killed there (137), or the client's own deadline came first (-1)
