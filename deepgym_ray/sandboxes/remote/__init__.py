@@ -3,10 +3,11 @@
 A remote provider keeps the sandboxes it made and hands each run one that no other run is
 using: a fresh work directory per run, the solution under a fresh uid, and the run's
 processes proven gone before the sandbox is used again (a sandbox whose cleanup is not
-proven, whose runs cannot be root, or that failed is deleted instead). A run costs two
-calls, made on one of our threads and bounded by our own deadline (``calls``): one upload (the
-run's spec, see ``command``; the judge's files once per sandbox) and one command, the
-in-sandbox program (``in_sandbox``), which confines the run, runs it, cleans up and reports.
+proven, whose runs cannot be root, or that failed is deleted instead). A run is an upload
+(the run's spec, see ``command``; the judge's files once per sandbox) and a command, the
+in-sandbox program (``in_sandbox``), which confines the run, runs it, cleans up and reports,
+made on one of our threads and bounded by our own deadline (``calls``); a cloud whose command
+can carry the spec makes it one call (E2B, Modal).
 A create the cloud throttles waits and tries again (``sandboxes.throttle``). One sandbox
 thrown away during a batch is deleted on a thread of its own; ``close`` deletes the rest and
 returns only once every sandbox the provider made is deleted (or raises naming what is left).

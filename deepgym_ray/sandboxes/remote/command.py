@@ -7,7 +7,8 @@ less than one per file), and, once per sandbox, the judge's files with the in-sa
 (``in_sandbox``, as ``RUN_PROGRAM``) and the cgroups and seccomp modules it uses. The
 command names only that program and the run's directory: what every process in the sandbox
 can read in /proc/PID/cmdline carries no secret. The program reports on its last stderr line (see
-:func:`read_report`).
+:func:`read_report`), or, with one output stream, after the end of its stdout
+(:func:`split_one_stream`).
 
 Example:
     >>> session_command("/root/deepgym/judge", "/root/deepgym/r1")
