@@ -98,8 +98,13 @@ def client():
 
 
 def test_runs_go_through_the_fork_server(client):
-    result = client.run(env(CHECK_VERIFIER), SOLUTION)
-    assert result.score == 1.0 and result.has_verdict
+    # On a loaded machine the server's first start can miss its report's deadline: that run
+    # falls back to exec (right all the same) and the next starts a fresh server.
+    for _ in range(3):
+        result = client.run(env(CHECK_VERIFIER), SOLUTION)
+        assert result.score == 1.0 and result.has_verdict
+        if client.provider.fork_server.pid is not None:
+            break
     assert client.provider.fork_server.pid is not None
 
 
