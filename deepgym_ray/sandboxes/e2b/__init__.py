@@ -141,7 +141,7 @@ class E2BProvider(RemoteProvider):
         # A run's spec rides on its command (one call, not two) when one variable holds it.
         remote.staged = [(path, data) for path, data in files
                          if posixpath.basename(path) == cmd.SPEC_FILE
-                         and len(data) <= cmd.SPEC_IN_ENVIRONMENT_MAX and data.isascii()]
+                         and cmd.spec_variable(data) is not None]
         files = [f for f in files if f not in remote.staged]
         if files:
             remote.sdk.files.write_files([{"path": path, "data": data} for path, data in files],
@@ -160,7 +160,7 @@ class E2BProvider(RemoteProvider):
         if staged:  # the spec first, from the command's environment, then the program
             ((path, spec),) = staged
             command = shlex.join(cmd.spec_then_run(path, command, "environment"))
-            envs = {cmd.SPEC_VARIABLE: spec.decode("ascii")}  # JSON: ASCII, no NUL
+            envs = cmd.spec_variable(spec)
         sdk = load_sdk()
         try:
             done = remote.sdk.commands.run(command, envs=envs, user="root", timeout=needed,

@@ -217,9 +217,9 @@ class ModalProvider(RemoteProvider):
         staged, remote.staged = remote.staged, []
         if staged:  # the spec first, written by the shell that then runs the program
             ((path, spec),) = staged
-            if len(spec) <= SPEC_IN_SECRET_MAX and spec.isascii():
+            env = cmd.spec_variable(spec, limit=SPEC_IN_SECRET_MAX)
+            if env is not None:
                 argv = cmd.spec_then_run(path, command, "environment")
-                env = {cmd.SPEC_VARIABLE: spec.decode("ascii")}  # JSON: ASCII, no NUL
             else:  # more than one secret value holds: on its stdin (a call more)
                 argv, stdin = cmd.spec_then_run(path, command, "stdin"), spec
         proc, out = _command()(remote.sdk, argv, stdin, True, text=False, timeout=limit,

@@ -135,6 +135,20 @@ def spec_then_run(spec_path: str, command: str, source: str) -> list[str]:
     return ["sh", "-c", script, "sh", posixpath.dirname(spec_path), spec_path, command]
 
 
+def spec_variable(spec: bytes, limit: int = SPEC_IN_ENVIRONMENT_MAX) -> dict[str, str] | None:
+    """The command's environment that carries ``spec`` (:data:`SPEC_VARIABLE`), or None when
+    it does not fit in one variable of at most ``limit`` characters (or is not ASCII; a
+    spec is JSON, so it is, and holds no NUL).
+
+    Example:
+        >>> spec_variable(b'{"a": 1}'), spec_variable(b"x" * 10, limit=8)
+        ({'DEEPGYM_RUN_SPEC': '{"a": 1}'}, None)
+    """
+    if len(spec) > limit or not spec.isascii():
+        return None
+    return {SPEC_VARIABLE: spec.decode("ascii")}
+
+
 def read_report(stderr: bytes) -> dict[str, Any] | None:
     """The program's report (its last stderr line), or None when it did not get to write it."""
     lines = stderr.rstrip(b"\n").splitlines()

@@ -423,10 +423,11 @@ def main():
     report["clean"] = clean_up(spec, run_dir, holder, held, group)
     if spec.get("end"):  # stdout is complete (see command.output_complete)
         os.write(1, f"\n{END}{spec['end']}\n".encode())
+    line = REPORT + json.dumps(report) + "\n"
     if one_stream is not None:  # the stderr's tail, then the report, after the end mark
-        one_stream.finish(REPORT + json.dumps(report) + "\n")
+        one_stream.finish(line)
     else:
-        sys.stderr.write(REPORT + json.dumps(report) + "\n")
+        sys.stderr.write(line)
         sys.stderr.flush()
     code = report["exit_code"]
     os._exit(97 if code is None else KILLED_AT_DEADLINE if report["timed_out"]
