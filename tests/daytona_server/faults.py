@@ -3,8 +3,7 @@
 A rule names the calls it hits (``create``, ``get``, ``start``, ``stop``, ``delete``,
 ``autostop``, ``autodelete``, ``proxy_url``, ``upload``, ``execute``, ``session``,
 ``session_exec``, or ``*``), what happens (``status`` with an HTTP code, ``hang``, ``drop`` the
-connection, ``vanish``: the sandbox disappears while the command runs, ``early``: a session
-command's answer read before its log's last line was written), and how often: the next
+connection, ``vanish``: the sandbox disappears while the command runs), and how often: the next
 ``times`` matching calls, or each call with probability ``rate``. ``latency`` is added to every
 call (``*``) or only to the named ones.
 """
@@ -16,7 +15,7 @@ import socket
 import threading
 from dataclasses import dataclass, field
 
-ACTIONS = ("status", "hang", "drop", "vanish", "early")
+ACTIONS = ("status", "hang", "drop", "vanish")
 
 
 @dataclass

@@ -1,8 +1,8 @@
 """Bench mode of the local Daytona server: a judge run seen before is answered from the first
 real run's output (re-tagged with this run's token and stdout end mark) instead of executed
 again, so this machine's CPU does not stand in for the cloud's. A run is known by its files
-(in the run's spec, ``.deepgym-run``, uploaded before its session command); the spec's uid,
-token and end mark differ for every run and are left out.
+(in the run's spec, ``.deepgym-run``: in its command's environment, or uploaded before it);
+the spec's uid, token and end mark differ for every run and are left out.
 
 Example:
     replays = Replays()

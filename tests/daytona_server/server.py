@@ -13,8 +13,7 @@ that user, which has the real ``sudo`` as ``sudo`` says (``"nopasswd"``, ``"pass
 their own process group (as this process's user, but for a container's own user), killed when
 the sandbox is stopped or deleted: a session's in the session's long-lived shell, through the
 daemon's log files with their framing (``sessions``); ``process.exec``'s as the service runs
-them, written to the first of zsh, bash and sh on its stdin, a timeout killing the group and
-answering HTTP 408. Uploads answer per file (``uploads``); creation is throttled as
+them (``process``). Uploads answer per file (``uploads``); creation is throttled as
 configured (``limits``). Faults are injected on demand
 (see ``faults``). Every response goes out in one write: headers and body in two sends cost a
 delayed-ACK stall (~40 ms) per call.
@@ -26,21 +25,18 @@ import json
 import os
 import re
 import shutil
-import signal
-import subprocess
 import tempfile
 import threading
 import time
 import uuid
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 
 from daytona_api_client import CreateSandbox, ListSandboxesResponse, SandboxState, ToolboxProxyUrl
 from daytona_api_client import Sandbox as SandboxDto
 from daytona_toolbox_api_client import (
     CreateSessionRequest,
     ExecuteRequest,
-    ExecuteResponse,
     Session,
     SessionExecuteRequest,
     SessionExecuteResponse,
@@ -53,6 +49,7 @@ from .daemon import InnerDaemon
 from .faults import Faults, hold_or_drop
 from .lifecycle import Lifecycle, stop_box
 from .limits import Limits
+from .process import environ, execute
 from .replay import Replays
 from .sessions import Session as ShellSession
 from .uploads import bulk_upload
@@ -79,7 +76,6 @@ _ROUTES = [
      "session_logs"),
 ]
 _COMPILED = [(m, re.compile(p + r"/?$"), name) for m, p, name in _ROUTES]
-OUTPUT_LIMIT = 32 << 20
 
 
 class DaytonaTestServer:
@@ -213,48 +209,7 @@ class DaytonaTestServer:
             handler = type("InnerHandler", (_Handler,), {"server_ref": self, "inner": box.id})
             box.daemon = InnerDaemon(handler, box.container.pid)
 
-    @staticmethod
-    def environ(box: Box) -> dict[str, str]:
-        """The environment commands start with in ``box``."""
-        return {"PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8", "HOME": box.home}
-
-    def run(self, box: Box, command: str, cwd: str | None, env: dict | None,
-            timeout: float | None, vanish: bool = False) -> tuple[int | None, bytes, bytes]:
-        """Run ``command`` in ``box`` as ``process.exec`` runs it: written to the first of
-        zsh, bash and sh on its stdin, a timeout killing its group, answered HTTP 408."""
-        if box.state != SandboxState.STARTED:
-            raise HttpError(409, f"Sandbox {box.id} is not started (state {box.state.value})")
-        workdir = str(PurePosixPath(box.home) / (cwd or ""))
-        environ = {**self.environ(box), **(env or {})}
-        shell = next(s for s in ("/usr/bin/zsh", "/bin/zsh", "/usr/bin/bash", "/bin/bash",
-                                 "/bin/sh") if box.path(s).exists())
-        argv = [shell]
-        if box.container is not None:
-            argv, workdir = box.container.argv(f"exec {shell}", workdir), "/"
-        elif box.request.network_block_all and os.geteuid() == 0:
-            # As Daytona does for such a sandbox: no network at all (a loopback of its own).
-            argv = ["unshare", "--net", *argv]
-        proc = subprocess.Popen(argv, cwd=workdir, env=environ,
-                                stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, start_new_session=True)
-        box.procs.add(proc)
-        if vanish:  # the sandbox disappears while the command runs
-            self.vanish(box.id)
-        timed_out = False
-        try:
-            out, err = proc.communicate(command.encode(), timeout=timeout)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            out, err = proc.communicate()
-            timed_out = True
-        finally:
-            box.procs.discard(proc)
-            box.touch()  # a command's end is activity too: its idle time starts now
-        if box.state == SandboxState.DESTROYED:
-            raise HttpError(404, f"Sandbox with ID or name {box.id} not found")
-        if timed_out:
-            raise HttpError(408, "command execution timeout")
-        return proc.returncode, out[:OUTPUT_LIMIT], err[:OUTPUT_LIMIT]
+    environ = staticmethod(environ)
 
     def handle(self, call: str, params: dict, body: bytes, content_type: str) -> tuple[int, object]:
         if call == "create":
@@ -291,11 +246,9 @@ class DaytonaTestServer:
         if call == "upload":
             return bulk_upload(box, content_type, body, self.replay)
         if call == "execute":
-            req = ExecuteRequest.from_json(body.decode())
-            code, out, err = self.run(box, req.command, req.cwd, req.envs, req.timeout or 10,
-                                      params.get("vanish", False))
-            return 200, ExecuteResponse(exit_code=code if code is not None else -1,
-                                        result=(out + err).decode("utf-8", "replace")).to_dict()
+            vanish = (lambda: self.vanish(box.id)) if params.get("vanish") else None
+            return 200, execute(box, ExecuteRequest.from_json(body.decode()),
+                                self.replays if self.replay else None, vanish).to_dict()
         if call == "session":
             session_id = CreateSessionRequest.from_json(body.decode()).session_id
             if session_id in box.sessions:
@@ -316,20 +269,10 @@ class DaytonaTestServer:
                          "stdout": out.decode("utf-8", "replace"),
                          "stderr": err.decode("utf-8", "replace")}
         req = SessionExecuteRequest.from_json(body.decode())
-        uploaded, box.uploaded = box.uploaded, []
-        key = self.replays.key(uploaded) if self.replay else None
-        replayed = self.replays.answer(key)
-        cmd_id = uuid.uuid4().hex
-        if replayed is not None:
-            code, out, err = replayed
-            box.write([(p, c) for p, c in uploaded if "/judge/" in p])
-        else:
-            box.write(uploaded)
-            vanish = (lambda: self.vanish(box.id)) if params.get("vanish") else None
-            cmd_id, code, out, err = session.execute(req.command, written=vanish)
-            if params.get("early"):  # read before the log's readers wrote its last line
-                err = err[:err.rstrip(b"\n").rfind(b"\n") + 1]
-            self.replays.remember(key, code, out, err)
+        box.write(box.uploaded)
+        box.uploaded = []
+        vanish = (lambda: self.vanish(box.id)) if params.get("vanish") else None
+        cmd_id, code, out, err = session.execute(req.command, written=vanish)
         return 200, SessionExecuteResponse(
             cmd_id=cmd_id, output=(out + err).decode("utf-8", "replace"),
             stdout=out.decode("utf-8", "replace"), stderr=err.decode("utf-8", "replace"),
@@ -392,7 +335,7 @@ class _Handler(BaseHTTPRequestHandler):
                                              "message": f"injected {rule.status}"})
         if hold_or_drop(rule, server.faults, self):
             return None
-        if rule is not None and rule.action in ("vanish", "early"):
+        if rule is not None and rule.action == "vanish":
             params[rule.action] = True
         return self._handle(server, call, params, body)
 

@@ -18,12 +18,15 @@ How a run is confined inside a sandbox (as root, or through its user's sudo; wha
 without either) and how its secrets travel: docs/internals.md, "The Daytona, E2B and Modal
 sandboxes".
 
-A run costs two calls (see ``sandboxes.remote``, which this provider shares with E2B's): one
-bulk upload (the run's files and spec; the judge once per sandbox) and one session command,
-whose stdout and stderr come back apart (``process.exec`` would mix them). Every call is
-bounded by our own deadline, and every failure is a typed
-:class:`~deepgym_ray.exceptions.SandboxError` (see ``calls``): no verdict, retried elsewhere
-by the pool.
+A run is one call (see ``sandboxes.remote``, which this provider shares with E2B's and
+Modal's): ``process.exec``, whose daemon pipes the command to the sandbox's shell with the
+call's variables as the process's environment, carries the run's spec in one of them (written
+root-only by the shell that then runs the program; the judge's files, once per sandbox, and a
+spec too large for one variable go by a bulk upload first). The daemon mixes a command's
+stdout and stderr in one answer, so the program writes everything on one stream, its report
+after its secret end mark (``remote.one_stream``). Every call is bounded by our own deadline,
+and every failure is a typed :class:`~deepgym_ray.exceptions.SandboxError` (see ``calls``):
+no verdict, retried elsewhere by the pool.
 
 Example:
     provider = DaytonaProvider(api_url="http://127.0.0.1:3000/api")
@@ -34,6 +37,7 @@ Example:
 from __future__ import annotations
 
 import logging
+import math
 import time
 from collections.abc import Callable
 from typing import Any
@@ -49,14 +53,12 @@ logger = logging.getLogger(__name__)
 
 __all__ = ["DaytonaOptions", "DaytonaProvider"]
 
-SESSION = "deepgym"
-
-
 class DaytonaProvider(RemoteProvider):
     """Judge runs in Daytona sandboxes (see the module docstring); options: DaytonaOptions."""
 
     name = "daytona"
     service = "Daytona"
+    one_stream = True  # process.exec answers one mixed output
 
     def __init__(self, **options: Any) -> None:
         super().__init__()
@@ -125,12 +127,10 @@ class DaytonaProvider(RemoteProvider):
         try:
             home = self.bounded(box.get_user_home_dir, deadline=o.call_timeout,
                                 what="find the sandbox's home", sandbox_id=box.id)
-            self.bounded(box.process.create_session, SESSION, request_timeout=o.call_timeout,
-                         deadline=o.call_timeout, what="open a session", sandbox_id=box.id)
             user = getattr(box, "user", None)
             root = privilege.RootAccess() if user == "root" else self._probe(box)
-        except SandboxError:
-            self._delete(remote)
+        except SandboxError:  # not ready: deleted in the background (close waits, retries)
+            self._teardown.spawn(remote.id, self._delete, remote)
             raise
         memory = getattr(box, "memory", None)
         remote.home, remote.root = str(home).rstrip("/"), root
@@ -172,29 +172,20 @@ class DaytonaProvider(RemoteProvider):
             return f"{type(exc).__name__}: {exc}"
         return None
 
-    # --- a run's two calls ---------------------------------------------------------------
+    # --- a run's call ----------------------------------------------------------------------
 
     def _upload(self, remote: Remote, files: list[tuple[str, bytes]]) -> None:
-        sdk = load_sdk()
-        remote.sdk.fs.upload_files([sdk.FileUpload(source=data, destination=path)
-                                    for path, data in files],
-                                   timeout=int(self.options.call_timeout))
+        files = self._hold_spec(remote, files)  # a spec one variable holds rides on the command
+        if files:
+            sdk = load_sdk()
+            remote.sdk.fs.upload_files([sdk.FileUpload(source=data, destination=path)
+                                        for path, data in files],
+                                       timeout=int(self.options.call_timeout))
 
     def _execute(self, remote: Remote, command: str, timeout: float,
                  complete: Callable[[str, str], bool]) -> tuple[str, str, Any]:
-        request = load_sdk().SessionExecuteRequest(command=command)
-        process = remote.sdk.process
-        response = process.execute_session_command(
-            SESSION, request, timeout=int(timeout + self.options.call_timeout))
-        stdout, stderr = response.stdout or "", response.stderr or ""
-        # The daemon answers as soon as the exit code is written, while the readers that copy
-        # the command's output into its log may still be writing the last lines: read the
-        # log again until all of it is there, a few seconds at most.
-        wait, until = 0.05, time.monotonic() + min(10.0, self.options.call_timeout)
-        while response.cmd_id and not complete(stdout, stderr) and time.monotonic() < until:
-            time.sleep(wait)
-            wait = min(2 * wait, 1.0)
-            logs = process.get_session_command_logs(
-                SESSION, response.cmd_id, request_timeout=int(self.options.call_timeout))
-            stdout, stderr = logs.stdout or stdout, logs.stderr or stderr
-        return stdout, stderr, response.exit_code
+        # The daemon answers once the command has ended and its output is read: complete.
+        command, envs = self._with_spec(remote, command)
+        response = remote.sdk.process.exec(
+            command, env=envs, timeout=math.ceil(timeout + self.options.call_timeout))
+        return str(response.result or ""), "", response.exit_code

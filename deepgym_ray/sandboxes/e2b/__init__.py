@@ -26,8 +26,6 @@ Example:
 from __future__ import annotations
 
 import logging
-import posixpath
-import shlex
 import time
 from collections.abc import Callable
 from typing import Any
@@ -37,7 +35,6 @@ from deepgym_ray.models import Environment
 from deepgym_ray.sandboxes.e2b.calls import translate
 from deepgym_ray.sandboxes.e2b.options import E2BOptions, check_access, load_sdk
 from deepgym_ray.sandboxes.remote import Remote, RemoteProvider, privilege
-from deepgym_ray.sandboxes.remote import command as cmd
 
 __all__ = ["E2BOptions", "E2BProvider"]
 
@@ -88,8 +85,8 @@ class E2BProvider(RemoteProvider):
             info = self.bounded(box.get_info, request_timeout=o.call_timeout,
                                 deadline=o.call_timeout + 5, what="look at the sandbox",
                                 sandbox_id=box.sandbox_id)
-        except SandboxError:
-            self._delete(remote)
+        except SandboxError:  # not ready: deleted in the background (close waits, retries)
+            self._teardown.spawn(remote.id, self._delete, remote)
             raise
         memory = getattr(info, "memory_mb", None)
         if isinstance(memory, int) and memory > 0:
@@ -138,11 +135,7 @@ class E2BProvider(RemoteProvider):
     # --- a run's two calls ---------------------------------------------------------------
 
     def _upload(self, remote: Remote, files: list[tuple[str, bytes]]) -> None:
-        # A run's spec rides on its command (one call, not two) when one variable holds it.
-        remote.staged = [(path, data) for path, data in files
-                         if posixpath.basename(path) == cmd.SPEC_FILE
-                         and cmd.spec_variable(data) is not None]
-        files = [f for f in files if f not in remote.staged]
+        files = self._hold_spec(remote, files)  # a spec one variable holds rides on the command
         if files:
             remote.sdk.files.write_files([{"path": path, "data": data} for path, data in files],
                                          user="root", request_timeout=self.options.call_timeout)
@@ -155,12 +148,7 @@ class E2BProvider(RemoteProvider):
         needed = timeout + 2 * o.call_timeout
         if remote.ends_at is not None and remote.ends_at - time.monotonic() < needed:
             self._extend(remote, max(o.lifetime, needed))
-        envs = None
-        staged, remote.staged = remote.staged, []
-        if staged:  # the spec first, from the command's environment, then the program
-            ((path, spec),) = staged
-            command = shlex.join(cmd.spec_then_run(path, command, "environment"))
-            envs = cmd.spec_variable(spec)
+        command, envs = self._with_spec(remote, command)
         sdk = load_sdk()
         try:
             done = remote.sdk.commands.run(command, envs=envs, user="root", timeout=needed,

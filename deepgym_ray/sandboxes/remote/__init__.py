@@ -7,7 +7,7 @@ proven, whose runs cannot be root, or that failed is deleted instead). A run is 
 (the run's spec, see ``command``; the judge's files once per sandbox) and a command, the
 in-sandbox program (``in_sandbox``), which confines the run, runs it, cleans up and reports,
 made on one of our threads and bounded by our own deadline (``calls``); a cloud whose command
-can carry the spec makes it one call (E2B, Modal).
+can carry the spec makes it one call (Daytona, E2B, Modal).
 A create the cloud throttles waits and tries again (``sandboxes.throttle``). One sandbox
 thrown away during a batch is deleted on a thread of its own; ``close`` deletes the rest and
 returns only once every sandbox the provider made is deleted (or raises naming what is left).
@@ -26,7 +26,9 @@ Example:
 from __future__ import annotations
 
 import logging
+import posixpath
 import secrets
+import shlex
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -313,6 +315,27 @@ class RemoteProvider(SandboxProvider):
             return self._execute(remote, line, timeout, complete)
         except BaseException as exc:  # noqa: B036
             raise self.translate(exc, "run the judge", remote.id) from exc
+
+    def _hold_spec(self, remote: Remote, files: list[tuple[str, bytes]]
+                   ) -> list[tuple[str, bytes]]:
+        """Of ``files``, what still needs an upload: a run's spec that one environment
+        variable holds is kept back (``remote.staged``) to ride on the command (see
+        :meth:`_with_spec`), for clouds whose command takes an environment (one call, not two).
+        """
+        remote.staged = [(path, data) for path, data in files
+                         if posixpath.basename(path) == cmd.SPEC_FILE
+                         and cmd.spec_variable(data) is not None]
+        return [f for f in files if f not in remote.staged]
+
+    def _with_spec(self, remote: Remote, command: str) -> tuple[str, dict[str, str] | None]:
+        """The shell command that writes the spec :meth:`_hold_spec` kept back and then runs
+        ``command``, and the environment it needs (``command`` and None when none was kept)."""
+        staged, remote.staged = remote.staged, []
+        if not staged:
+            return command, None
+        ((path, spec),) = staged
+        return (shlex.join(cmd.spec_then_run(path, command, "environment")),
+                cmd.spec_variable(spec))
 
     def _streams(self, stdout: str | None, stderr: str | None, end: str) -> tuple[bytes, bytes]:
         """A run's stdout and stderr as bytes (from its one stream where ``one_stream``)."""

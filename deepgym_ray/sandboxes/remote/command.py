@@ -1,14 +1,14 @@
 """The host's side of a judge run in a reused remote sandbox: its files, its command, its report.
 
-A run is one upload and one session command. The upload is one file, the run's spec
-(``SPEC_FILE``: its files, the runner's argv, stdin and environment, the deadline, the
-solution's uid and its bounds; one file costs the SDK's multipart encoding and the daemon far
-less than one per file), and, once per sandbox, the judge's files with the in-sandbox program
-(``in_sandbox``, as ``RUN_PROGRAM``) and the cgroups and seccomp modules it uses. The
-command names only that program and the run's directory: what every process in the sandbox
-can read in /proc/PID/cmdline carries no secret. The program reports on its last stderr line (see
-:func:`read_report`), or, with one output stream, after the end of its stdout
-(:func:`split_one_stream`).
+A run is one command, the in-sandbox program (``in_sandbox``, as ``RUN_PROGRAM``), and its
+spec (``SPEC_FILE``: its files, the runner's argv, stdin and environment, the deadline, the
+solution's uid and its bounds), which rides in the command's environment where the cloud's
+command takes one (:func:`spec_then_run`) and is uploaded as one file otherwise; once per
+sandbox the judge's files go in with the program and the cgroups, seccomp and one-stream
+modules it uses. The command's argv names only that program and paths: what every process
+in the sandbox can read in /proc/PID/cmdline carries no secret. The program reports on its
+last stderr line (see :func:`read_report`), or, with one output stream, after the end of
+its stdout (:func:`split_one_stream`).
 
 Example:
     >>> session_command("/root/deepgym/judge", "/root/deepgym/r1")
@@ -167,9 +167,10 @@ def end_line(end: str) -> bytes:
 
 
 def output_complete(stdout: bytes, stderr: bytes, end: str) -> bool:
-    """Whether a run's output is all there: its stdout's end mark and its report. (A
-    provider whose daemon copies output through readers of its own, Daytona's, may answer
-    before they are done.) The mark is secret: a solution cannot end its output early."""
+    """Whether a run's output is all there: its stdout's end mark and its report (a
+    provider that reads the output before the command's end is known, Modal's, asks for
+    the exit status only when not). The mark is secret: a solution cannot end its output
+    early."""
     return end_line(end) in stdout and read_report(stderr) is not None
 
 

@@ -180,14 +180,14 @@ def test_every_builtin_reference_scores_one_and_a_wrong_answer_zero(pool_client,
 
 
 FAULTS = [
-    pytest.param(("session_exec", "status", 500), "ProviderHTTPError: HTTP 500", id="500"),
-    pytest.param(("session_exec", "status", 503), "ProviderHTTPError: HTTP 503", id="503"),
-    pytest.param(("upload", "status", 429), "ProviderHTTPError: HTTP 429", id="429"),
-    pytest.param(("session_exec", "status", 401), "ProviderHTTPError: HTTP 401", id="401"),
-    pytest.param(("upload", "status", 403), "ProviderHTTPError: HTTP 403", id="403"),
-    pytest.param(("session_exec", "hang", 0), "ProviderTimeoutError", id="hung-call"),
-    pytest.param(("session_exec", "drop", 0), "ProviderConnectionError", id="dropped"),
-    pytest.param(("session_exec", "vanish", 0), "SandboxEvictedError", id="sandbox-vanishes"),
+    pytest.param(("execute", "status", 500), "ProviderHTTPError: HTTP 500", id="500"),
+    pytest.param(("execute", "status", 503), "ProviderHTTPError: HTTP 503", id="503"),
+    pytest.param(("execute", "status", 429), "ProviderHTTPError: HTTP 429", id="429"),
+    pytest.param(("execute", "status", 401), "ProviderHTTPError: HTTP 401", id="401"),
+    pytest.param(("execute", "status", 403), "ProviderHTTPError: HTTP 403", id="403"),
+    pytest.param(("execute", "hang", 0), "ProviderTimeoutError", id="hung-call"),
+    pytest.param(("execute", "drop", 0), "ProviderConnectionError", id="dropped"),
+    pytest.param(("execute", "vanish", 0), "SandboxEvictedError", id="sandbox-vanishes"),
 ]
 
 
@@ -203,8 +203,8 @@ def test_each_fault_gives_no_verdict_with_its_error(pool_client, server, fault, 
 @pytest.mark.slow
 def test_a_batch_with_faults_sprinkled_in_gets_one_verdict_per_input(pool_client, server):
     remote_setup.check_sprinkled_faults(pool_client, server, [
-        ("session_exec", "status", 503, None, 0.15), ("upload", "status", 429, 3, 1.0),
-        ("session_exec", "hang", 0, 1, 1.0)])
+        ("execute", "status", 503, None, 0.15), ("execute", "status", 429, 3, 1.0),
+        ("execute", "hang", 0, 1, 1.0)])
 
 
 # -- configuration and the command line -------------------------------------------------------

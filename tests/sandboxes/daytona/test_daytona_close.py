@@ -44,9 +44,10 @@ def test_a_sandbox_discarded_in_the_background_is_deleted_before_close_returns(s
     client = DeepGym(mode="daytona", backend="threads",
                      **options(server, call_timeout=CALL_TIMEOUT))
     provider = client.provider
-    server.faults.add("session_exec", "status", status=500)
-    server.faults.add("delete", "hang")
     try:
+        assert client.run(ENV, ENV.reference_solution).score == 1.0  # a sandbox, kept
+        server.faults.add("execute", "status", status=500)  # its next run's call
+        server.faults.add("delete", "hang")
         result = client.run_safe(ENV, ENV.reference_solution)
         assert not result.has_verdict and "HTTP 500" in (result.details or ""), result
         assert provider.live_sandboxes() == []  # discarded: no longer the provider's ...
@@ -82,7 +83,7 @@ def test_closing_a_pool_client_deletes_its_actors_sandboxes(server, ray_local):
     config = DeepGymConfig(mode="daytona", pool=pool, max_parallel=4,
                            provider_options=options(server, call_timeout=CALL_TIMEOUT))
     client = DeepGym(config=config)
-    server.faults.add("session_exec", "status", status=500)
+    server.faults.add("execute", "status", status=500)
     server.faults.add("delete", "hang")
     try:
         batch = client.run_batch(ENV, [ENV.reference_solution] * 4)

@@ -75,6 +75,15 @@ def test_exec_pipes_the_command_to_a_shell_and_a_timeout_is_408_killing_its_grou
     assert isinstance(translate(caught.value, "exec"), ProviderTimeoutError)
     left = box.process.exec("ps -eo args | grep -c '^sleep 30[01]' || true")
     assert left.result.strip() == "0", left.result  # the whole process group was killed
+    # The call's variables are the process's environment (never its command line, which
+    # every process of the sandbox reads); its stdout and stderr come mixed, in order.
+    value = "v" * 100_000
+    seen = box.process.exec('echo out; echo err >&2; echo ${#K}; tr "\\0" " " '
+                            '</proc/$$/cmdline | grep -c vvvv', env={"K": value})
+    assert seen.result.split() == ["out", "err", "100000", "0"], seen.result[:200]
+    with pytest.raises(daytona.DaytonaError) as refused:
+        box.process.exec("true", env={"NOT-A-NAME": "x"})
+    assert getattr(refused.value, "status_code", None) == 400
 
 
 def test_stopping_the_server_removes_every_cgroup_its_sandboxes_made():
@@ -229,21 +238,29 @@ def test_a_session_is_one_long_lived_shell_whose_output_is_framed_by_line(sandbo
     assert getattr(again.value, "status_code", None) == 409
 
 
-def test_the_provider_reads_the_log_again_when_the_answer_missed_its_last_line(daytona_server):
-    """The daemon answers once the exit code is written; the log's last line (the
-    in-sandbox program's report) may not be in it yet. The provider reads the finished log
-    and judges, rather than throwing the run and its sandbox away."""
-    from helpers.remote_setup import ENV, options
+def test_a_run_is_one_call_its_spec_in_the_environment_its_output_one_stream(daytona_server):
+    """A warm sandbox's run is one ``process.exec``: its spec in the call's environment,
+    its stdout and stderr one stream (the report after the end mark). With every upload and
+    every session call refused, right and wrong answers are judged; a spec too large for one
+    variable is uploaded (and fails with the refusal)."""
+    from helpers.remote_setup import ENV, LARGE, WRONG, options
 
     from deepgym_ray.client import DeepGym
 
-    daytona_server.faults.clear()
-    rule = daytona_server.faults.add("session_exec", "early", times=1)
-    client = DeepGym(mode="daytona", backend="threads", **options(daytona_server))
+    server = daytona_server
+    server.faults.clear()
+    client = DeepGym(mode="daytona", backend="threads", **options(server))
     try:
-        assert client.run(ENV, ENV.reference_solution).score == 1.0
-        assert rule.hits == 1
-        assert len(client.provider.live_sandboxes()) == 1  # kept for the next run
+        assert client.run(ENV, ENV.reference_solution).score == 1.0  # the judge's files go in
+        refused = [server.faults.add(call, "status", status=403, times=None)
+                   for call in ("upload", "session", "session_exec", "session_logs")]
+        assert [client.run(ENV, a).score for a in (ENV.reference_solution, WRONG)] == [1.0, 0.0]
+        assert [rule.hits for rule in refused] == [0, 0, 0, 0]
+        assert len(client.provider.live_sandboxes()) == 1  # the same sandbox, kept
+        large = client.run_safe(ENV, LARGE)
+        assert not large.has_verdict and "HTTP 403" in large.details, large
+        server.faults.clear()
+        assert client.run(ENV, LARGE).score == 1.0
     finally:
         client.close()
-        daytona_server.faults.clear()
+        server.faults.clear()
