@@ -8,7 +8,7 @@ the end of it, so a crashed actor never leaks a paid sandbox for longer; a run t
 outlive it extends it first (one call), and an idle sandbox past half of it is extended
 before it is reused. Everything else is what every remote provider does (see
 ``sandboxes.remote``): sandboxes reused once a run's processes are proven gone, a run as
-one upload and one command (the in-sandbox program, which confines it), every call bounded
+one command (the in-sandbox program, which confines it), every call bounded
 by our own deadline and every failure typed (see ``calls``), throttled creates that wait.
 
 E2B runs a command as ``root`` on request (its template's user, ``user``, has passwordless
@@ -132,7 +132,7 @@ class E2BProvider(RemoteProvider):
             return f"{type(exc).__name__}: {exc}"
         return None
 
-    # --- a run's two calls ---------------------------------------------------------------
+    # --- a run's call ---------------------------------------------------------------------
 
     def _upload(self, remote: Remote, files: list[tuple[str, bytes]]) -> None:
         files = self._hold_spec(remote, files)  # a spec one variable holds rides on the command

@@ -8,8 +8,8 @@ memory, and a lifetime (``lifetime`` seconds, and at least eight times the envir
 timeout): Modal ends a sandbox then, so a crashed actor never leaks one for longer. A
 lifetime cannot be extended: a sandbox past half of it is not given another run. Everything
 else is what every remote provider does (see ``sandboxes.remote``): sandboxes reused once a
-run's processes are proven gone, a run as one upload and one command (the in-sandbox
-program, which confines it), every call bounded by our own deadline and every failure typed
+run's processes are proven gone, a run as one command (the in-sandbox program, which
+confines it), every call bounded by our own deadline and every failure typed
 (see ``calls``), throttled creates that wait.
 
 A Modal sandbox's commands run as root; files go in through a command's stdin or environment

@@ -2,7 +2,7 @@
 
 Shipped once per sandbox next to the judge files (as ``deepgym_remote_run.py``, with the local
 provider's ``cgroups`` module as ``deepgym_remote_cgroups.py``) and started by the run's
-session command as ``python3 -I -S -B <judge>/deepgym_remote_run.py <run dir>`` (where the
+command as ``python3 -I -S -B <judge>/deepgym_remote_run.py <run dir>`` (where the
 sandbox's user is not root, ``sudo -n <its python> -I -S -B ...``: see ``privilege``): nothing
 of the run is on a command line, which every process in the sandbox can read in /proc. The
 run's spec (its files, the runner's argv, stdin and environment, the environment's secrets

@@ -57,6 +57,26 @@ def test_a_sandbox_discarded_in_the_background_is_deleted_before_close_returns(s
     assert _labelled(server, provider.instance) == []
 
 
+def test_a_sandbox_that_could_not_be_readied_is_deleted_before_close_returns(server):
+    """A sandbox made whose readying failed (its home not found) is deleted in the
+    background; that deletion fails once, and close() tries again: nothing of the client's
+    is left (before, the one try was made in the run's thread, and its failure left the
+    sandbox to its auto-delete)."""
+    client = DeepGym(mode="daytona", backend="threads",
+                     **options(server, call_timeout=CALL_TIMEOUT))
+    provider = client.provider
+    server.faults.add("home_dir", "status", status=500, times=None)
+    deletion = server.faults.add("delete", "status", status=500)
+    try:
+        result = client.run_safe(ENV, ENV.reference_solution)
+        assert not result.has_verdict and "HTTP 500" in (result.details or ""), result
+    finally:
+        client.close()
+        server.faults.clear()
+    assert deletion.hits == 1
+    assert _labelled(server, provider.instance) == []
+
+
 def test_close_names_the_sandboxes_it_could_not_delete(server):
     client = DeepGym(mode="daytona", backend="threads",
                      **options(server, call_timeout=CALL_TIMEOUT))
