@@ -19,8 +19,7 @@ user is not root uploaded them as that user, see :func:`take_ownership`), then:
      sandbox's user for anyone who connects); the IPC one takes SysV objects with it.
    - ``work_area``: one tmpfs of ``disk_mb`` and ``max_files`` holding the solution's directory
      and the run's private /tmp, /var/tmp and /dev/shm: everything the solution can write, all
-     together, freed at once when the run's mount namespace goes. The daemon's session logs
-     (earlier runs' outputs) are hidden from the run too.
+     together, freed at once when the run's mount namespace goes.
    - ``cgroups``: per-run groups (memory and tasks of all solution processes together, and a
      freezer that proves them gone), put in the runner's launch settings (``cgroups``), so
      every solution process is in them before any of its code runs (``deepgym_spawn``).
@@ -59,7 +58,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
 # The judge's files, side by side with this one:
-from deepgym_proc import kill_uid, parent_of, wait_exit  # noqa: E402
+from deepgym_proc import kill_uid, wait_exit  # noqa: E402
 
 SPEC_FILE = ".deepgym-run"
 PROBE_FILE = ".deepgym-confinement.json"  # in the judge dir: what the first run found
@@ -134,43 +133,6 @@ def make_work_area(holder, disk_mb, max_files, mounted=False):
     for place in SHARED_TEMP:
         if os.path.isdir(place) and not os.path.islink(place):
             _mount(tmp, place, None, MS_BIND)
-    try:
-        _hide_session_logs()
-    except OSError:
-        pass  # only the real daemon keeps such logs, and there this tmpfs mounted
-
-
-def command_output():
-    """The file this command's stdout goes to, or None. Under sudo with I/O logging our
-    stdout is a pipe to sudo, and sudo's stdout is that file."""
-    pid = os.getpid()
-    for _ in range(3):
-        try:
-            target = os.readlink(f"/proc/{pid}/fd/1")
-        except OSError:
-            return None
-        if target.startswith("/"):
-            return target
-        pid = parent_of(pid)
-        try:
-            with open(f"/proc/{pid}/comm", encoding="utf-8") as f:
-                if f.read().strip() != "sudo":
-                    return None
-        except OSError:
-            return None
-    return None
-
-
-def _hide_session_logs():
-    """The daemon writes each session command's output to a file (this command's stdout);
-    the directory of all sessions' logs gets an empty tmpfs over it in this namespace (our
-    open stdout still reaches the daemon)."""
-    log = command_output()
-    if log is None:
-        return
-    sessions = os.path.dirname(os.path.dirname(os.path.dirname(log)))
-    if os.path.basename(sessions) == "sessions":
-        _mount("deepgym", sessions, "tmpfs", MS_NOSUID | MS_NODEV, "size=64k,mode=0700")
 
 
 def make_cgroups(name, memory_mb, pids):

@@ -300,26 +300,6 @@ def test_a_user_without_sudo_judges_right_cleans_up_and_names_the_fix(no_sudo_se
         assert len(confinement) == 1 and "tmpfs work area" in confinement[0]
 
 
-def test_the_program_finds_the_daemons_log_of_its_output_through_sudo(daytona_server):
-    """The daemon logs a session command's output to a file, and the program hides all the
-    sessions' logs from the run. Under sudo with I/O logging (``log_output``) the program's
-    stdout is a pipe to sudo: the file is found at sudo's end, not missed."""
-    server = daytona_server
-    with _judging(server) as (client, provider):
-        assert client.run(ENV, ENV.reference_solution).score == 1.0
-        remote = provider.made[0].handle.remote
-        log = f"{remote.home}/sessions/s1/c1/output"
-        find = (f"import sys; sys.path.insert(0, {remote.judge_dir!r}); "
-                "import deepgym_remote_run as p; print(p.command_output())")
-        command = (f"mkdir -p {os.path.dirname(log)} && sudo -n {remote.root.python} -I -S -B"
-                   f" -c {find!r} > {log} && cat {log}")
-        assert remote.sdk.process.exec(command).result.strip() == log  # stdout: that file
-        io_logging = "Defaults log_output\nDefaults iolog_dir=/tmp/sudo-io\n"  # this sandbox's
-        remote.sdk.process.exec(f"printf '{io_logging}' | sudo -n tee -a /etc/sudoers")
-        said = remote.sdk.process.exec(command)
-        assert said.result.strip() == log, said.result
-
-
 def test_the_root_probe_reads_what_the_sandbox_said():
     from deepgym_ray.sandboxes.remote.privilege import probe_command, read_probe
 
