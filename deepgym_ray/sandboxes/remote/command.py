@@ -38,6 +38,7 @@ SPEC_FILE = ".deepgym-run"
 CLEAN_MARKER = ".deepgym-clean"  # the runner's proof that its solution processes are gone
 RUN_PROGRAM = "deepgym_remote_run.py"
 CGROUPS_MODULE = "deepgym_remote_cgroups.py"
+CGROUP_V2_MODULE = "deepgym_remote_cgroup_v2.py"
 SECCOMP_MODULE = "deepgym_remote_seccomp.py"
 STREAM_MODULE = "deepgym_remote_stream.py"
 SPEC_VARIABLE = "DEEPGYM_RUN_SPEC"  # where a spec travels in the command's environment
@@ -50,13 +51,14 @@ END_PREFIX = "deepgym-end "
 
 @lru_cache(maxsize=1)
 def judge_files() -> tuple[tuple[str, bytes], ...]:
-    """What every sandbox gets once: the judge, the in-sandbox program, its cgroups module
-    and its seccomp installer (the local provider's own, so both providers bound a run's
-    processes the same way), and its one-stream output (``one_stream``)."""
+    """What every sandbox gets once: the judge, the in-sandbox program, its cgroups modules
+    (v1's and its seccomp installer are the local provider's own, so both providers bound a
+    run's processes the same way; v2's) and its one-stream output (``one_stream``)."""
     here = Path(__file__).parent
     files = dict(sandbox_judge_files())
     files[RUN_PROGRAM] = (here / "in_sandbox.py").read_bytes()
     files[CGROUPS_MODULE] = (here.parent / "local" / "cgroups.py").read_bytes()
+    files[CGROUP_V2_MODULE] = (here / "cgroup_v2.py").read_bytes()
     files[SECCOMP_MODULE] = (here.parent / "local" / "deepgym_seccomp.py").read_bytes()
     files[STREAM_MODULE] = (here / "one_stream.py").read_bytes()
     return tuple(sorted(files.items()))

@@ -1,8 +1,8 @@
 """What runs inside a remote sandbox for each judge run: confine it, run it, clean up (stdlib).
 
 Shipped once per sandbox next to the judge files (as ``deepgym_remote_run.py``, with the local
-provider's ``cgroups`` module as ``deepgym_remote_cgroups.py``) and started by the run's
-command as ``python3 -I -S -B <judge>/deepgym_remote_run.py <run dir>`` (where the
+provider's ``cgroups`` module as ``deepgym_remote_cgroups.py`` and ``cgroup_v2``) and started
+by the run's command as ``python3 -I -S -B <judge>/deepgym_remote_run.py <run dir>`` (where the
 sandbox's user is not root, ``sudo -n <its python> -I -S -B ...``: see ``privilege``): nothing
 of the run is on a command line, which every process in the sandbox can read in /proc. The
 run's spec (its files, the runner's argv, stdin and environment, the environment's secrets
@@ -21,8 +21,9 @@ user is not root uploaded them as that user, see :func:`take_ownership`), then:
      and the run's private /tmp, /var/tmp and /dev/shm: everything the solution can write, all
      together, freed at once when the run's mount namespace goes.
    - ``cgroups``: per-run groups (memory and tasks of all solution processes together, and a
-     freezer that proves them gone), put in the runner's launch settings (``cgroups``), so
-     every solution process is in them before any of its code runs (``deepgym_spawn``).
+     freezer that proves them gone; cgroup v1's, or one group of v2's: ``cgroup_v2``), put in
+     the runner's launch settings (``cgroups``), so every solution process is in them before
+     any of its code runs (``deepgym_spawn``).
    - ``syscall_filter``: the local sandbox's seccomp filter (no kernel keyrings, io_uring,
      ptrace, BPF, perf events, module calls or new user namespaces), compiled by the host for
      its own architecture (``spec["seccomp"]``) and installed in the runner, so the verifier
@@ -136,14 +137,22 @@ def make_work_area(holder, disk_mb, max_files, mounted=False):
 
 
 def make_cgroups(name, memory_mb, pids):
-    """The run's cgroups (freezer, memory, pids); OSError, saying why, where this sandbox
-    does not give all three."""
+    """The run's cgroups: cgroup v1's freezer, memory and pids where the sandbox has them,
+    else one group of its cgroup v2 hierarchy (``deepgym_remote_cgroup_v2``); OSError,
+    saying why, where it gives neither."""
     import deepgym_remote_cgroups as cgroups
 
+    memory = int(memory_mb) << 20
     found = cgroups.RunCgroups.probe(prefix=CGROUP_PREFIX)
-    if not all(found.has(c) for c in ("freezer", "memory", "pids")):
-        raise OSError(f"no cgroup v1 freezer, memory and pids here ({found.missing})")
-    return found.create(name, memory_bytes=int(memory_mb) << 20, pids=int(pids))
+    if all(found.has(c) for c in ("freezer", "memory", "pids")):
+        return found.create(name, memory_bytes=memory, pids=int(pids))
+    import deepgym_remote_cgroup_v2 as v2
+
+    try:
+        return v2.create(name, memory_bytes=memory, pids=int(pids), prefix=CGROUP_PREFIX)
+    except OSError as exc:
+        raise OSError(f"no cgroup v1 freezer, memory and pids here ({found.missing}); "
+                      f"cgroup v2: {exc}") from None
 
 
 def _probe_path():
