@@ -37,7 +37,9 @@ PIECE = 1024  # bytes of a request per console line
 def missing() -> str | None:
     """Why no machine can be booted here (None: one can)."""
     if shutil.which(KERNEL) is None:
-        return f"{KERNEL} not installed (Debian's user-mode-linux; scripts/setup.sh installs it)"
+        return f"{KERNEL} not installed (Debian's user-mode-linux; .ci/run installs it)"
+    if shutil.which("python3", path="/usr/local/bin:/usr/bin:/bin") is None:
+        return "no system python3 for the machine (its root is the host's)"
     return None
 
 
@@ -57,19 +59,25 @@ class UmlMachine:
         self.console: list[bytes] = []  # what else the console said (the kernel's last words)
 
     def start(self) -> UmlMachine:
+        # The machine's root is the host's, so its python is the host's: the system's (the
+        # sandbox's commands find it on PATH), not this virtualenv's.
+        python = shutil.which("python3", path="/usr/local/bin:/usr/bin:/bin")
         argv = [KERNEL, f"mem={self.memory_mb}M", "root=/dev/root", "rootfstype=hostfs",
-                "rootflags=/", "ro", "loglevel=2", f"init={sys.executable}",
-                "con=null", "con0=fd:0,fd:1", "--", "-I", "-S", str(INIT),
+                "rootflags=/", "ro", "loglevel=2", f"init={python}", "con=null",
+                "con0=fd:0,fd:1", "--", "-I", "-S", str(INIT),
                 f"controllers={','.join(self.controllers)}"]
-        if not Path(sys.executable).is_relative_to("/usr"):  # a venv's: the system's python
-            argv[argv.index(f"init={sys.executable}")] = "init=/usr/bin/python3"
         # The kernel keeps the machine's memory in a file in TMPDIR: our own, removed after.
         self._proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                      stderr=subprocess.DEVNULL, start_new_session=True,
+                                      stderr=subprocess.DEVNULL, process_group=0,
                                       env={**os.environ, "TMPDIR": self._tmp})
+        # The machine does not see its console's end: should this process die (a test run
+        # killed), a watchdog in the machine's process group kills it all.
         try:
+            subprocess.Popen([sys.executable, "-I", "-S", "-c", _WATCHDOG, self._tmp],
+                             process_group=self._proc.pid, stdin=subprocess.DEVNULL,
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
             ready = self._answer(time.monotonic() + BOOT_WAIT)
-        except ConnectionError:
+        except (ConnectionError, OSError):
             ready = {}
         if not ready.get("ready"):
             self.stop()
@@ -147,7 +155,7 @@ class UmlMachine:
                 proc.stdin.write(b'{"op": "halt"}\n')
                 proc.stdin.flush()
                 proc.wait(10)
-            except (OSError, subprocess.TimeoutExpired):
+            except (OSError, ValueError, subprocess.TimeoutExpired):
                 pass
         try:  # the kernel's helper processes share its process group
             os.killpg(proc.pid, signal.SIGKILL)
@@ -164,6 +172,16 @@ class UmlMachine:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+
+_WATCHDOG = """
+import os, shutil, signal, sys, time
+parent = os.getppid()
+while os.getppid() == parent:
+    time.sleep(0.5)
+shutil.rmtree(sys.argv[1], ignore_errors=True)
+os.killpg(0, signal.SIGKILL)
+"""
 
 
 def _group_alive(pgid: int) -> bool:
