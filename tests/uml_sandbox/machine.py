@@ -55,6 +55,7 @@ class UmlMachine:
         self.neighbour: int | None = None
         self._lock = threading.Lock()
         self._proc: subprocess.Popen | None = None
+        self._watchdog: subprocess.Popen | None = None
         self._tmp = tempfile.mkdtemp(prefix="deepgym-uml-")
         self.console: list[bytes] = []  # what else the console said (the kernel's last words)
 
@@ -73,9 +74,10 @@ class UmlMachine:
         # The machine does not see its console's end: should this process die (a test run
         # killed), a watchdog in the machine's process group kills it all.
         try:
-            subprocess.Popen([sys.executable, "-I", "-S", "-c", _WATCHDOG, self._tmp],
-                             process_group=self._proc.pid, stdin=subprocess.DEVNULL,
-                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            self._watchdog = subprocess.Popen(
+                [sys.executable, "-I", "-S", "-c", _WATCHDOG, self._tmp],
+                process_group=self._proc.pid, stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
             ready = self._answer(time.monotonic() + BOOT_WAIT)
         except (ConnectionError, OSError):
             ready = {}
@@ -162,6 +164,8 @@ class UmlMachine:
         except ProcessLookupError:
             pass
         proc.wait()
+        if self._watchdog is not None:
+            self._watchdog.wait()  # reaped: a zombie would keep the group alive
         deadline = time.monotonic() + 30
         while _group_alive(proc.pid) and time.monotonic() < deadline:
             time.sleep(0.05)
