@@ -1,14 +1,20 @@
-"""PID 1 of a User-Mode Linux machine: a container on a cgroup v2 host, and its daemon.
+"""PID 1 of a User-Mode Linux machine: a sandbox on a cgroup v2 host, and its daemon.
 
 Runs in the machine (stdlib only; see ``machine.py``). The host's file system is the
 machine's root, read-only; everything the sandbox writes is the machine's own tmpfs. The
-cgroup v2 hierarchy is all the machine has (no v1): PID 1 plays the host, with the
-controllers its command line names (``controllers=memory,pids``) turned on below its root
-(what the host delegates to its containers), and the sandbox is a group of its own,
-``/sandbox``, which the daemon enters with a cgroup namespace of its own (``/sys/fs/cgroup``
-is then that group, as in a container). The daemon (the cloud's, as Daytona's or E2B's)
-and a neighbour it starts sit in that group; the daemon serves commands from the console
-(one JSON message in, in pieces of one line each, see ``machine.py``; one JSON line out):
+cgroup v2 hierarchy is all the machine has (no v1), with the controllers its command line
+names (``controllers=memory,pids``) turned on below its root. Two layouts (``layout=``):
+
+- ``container`` (Daytona's): PID 1 plays the host, and the sandbox is a group of its own,
+  ``/sandbox``, which the daemon enters with a cgroup namespace of its own (``/sys/fs/cgroup``
+  is then that group, as in a container). The daemon and a neighbour it starts sit there, and
+  each command the daemon runs is its child, in its group.
+- ``vm`` (E2B's: a microVM whose daemon, envd, starts each command in a group of its own,
+  ``/user``, with ``CLONE_INTO_CGROUP``): the daemon sits in the root group and puts each
+  command and the neighbour in ``/user`` before they run; a command it cannot put there fails.
+
+The daemon serves commands from the console (one JSON message in, in pieces of one line each,
+see ``machine.py``; one JSON line out):
 
 - ``{"op": "exec", "command": ..., "env": {...}, "timeout": s}``: ``bash -c command`` as
   root in the sandbox: ``{"stdout", "stderr"}`` (base64) and ``"code"``;
@@ -31,6 +37,8 @@ CLONE_NEWNS, CLONE_NEWCGROUP = 0x20000, 0x2000000
 MS_REC, MS_PRIVATE = 16384, 1 << 18
 RB_POWER_OFF = 0x4321FEDC
 SANDBOX = "/sys/fs/cgroup/sandbox"
+USER = "/sys/fs/cgroup/user"
+LAYOUT = {}  # "commands": the group the daemon puts each command in (vm), or None
 
 
 def mount(source, target, fstype, flags=0, data=None):
@@ -53,12 +61,19 @@ def machine(controllers):
     for place in ("/root", "/tmp", "/var/tmp", "/run", "/dev/shm"):
         mount("tmpfs", place, "tmpfs", 0, "mode=1777" if place != "/root" else "mode=0700")
     write("/sys/fs/cgroup/cgroup.subtree_control", " ".join(f"+{c}" for c in controllers))
-    os.mkdir(SANDBOX)
+
+
+def enter_commands_group():
+    """In a forked child (``preexec_fn``): into the group commands run in, if the daemon has
+    one (an OSError, as EBUSY, fails the command's start)."""
+    if LAYOUT.get("commands"):
+        write(f"{LAYOUT['commands']}/cgroup.procs", str(os.getpid()))
 
 
 def enter_sandbox():
     """This process into the sandbox's group, with a cgroup and mount namespace of its own in
     which ``/sys/fs/cgroup`` is that group."""
+    os.mkdir(SANDBOX)
     write(f"{SANDBOX}/cgroup.procs", str(os.getpid()))
     if LIBC.unshare(CLONE_NEWCGROUP | CLONE_NEWNS) != 0:
         raise OSError(ctypes.get_errno(), "unshare")
@@ -74,7 +89,8 @@ def serve():
     attrs[1] &= ~termios.OPOST  # no newline translation on the way out
     termios.tcsetattr(1, termios.TCSANOW, attrs)
     # A neighbour: a process of the cloud's that lives beside the runs all along.
-    neighbour = subprocess.Popen(["sleep", "100000"], start_new_session=True)
+    neighbour = subprocess.Popen(["sleep", "100000"], start_new_session=True,
+                                 preexec_fn=enter_commands_group)
     answer({"ready": True, "neighbour": neighbour.pid})
     buffered, message = b"", b""
     while True:
@@ -108,7 +124,8 @@ def handle(request):
            "LANG": "C.UTF-8", **request.get("env", {})}
     proc = subprocess.Popen(["bash", "-c", request["command"]], stdin=subprocess.DEVNULL,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
-                            cwd="/root", start_new_session=True)
+                            cwd="/root", start_new_session=True,
+                            preexec_fn=enter_commands_group)
     try:
         out, err = proc.communicate(timeout=request.get("timeout"))
     except subprocess.TimeoutExpired:
@@ -125,16 +142,20 @@ def answer(message):
 
 def main():
     # the kernel hands init its command line's words after "--" (see machine.py)
-    given = [a.split("=", 1)[1] for a in sys.argv[1:] if a.startswith("controllers=")]
+    given = dict(a.split("=", 1) for a in sys.argv[1:] if "=" in a)
     try:
-        machine(given[0].split(",") if given and given[0] else [])
+        machine([c for c in given.get("controllers", "").split(",") if c])
     except OSError as exc:
         answer({"error": f"the machine could not be set up: {exc}"})
         LIBC.reboot(RB_POWER_OFF)
     daemon = os.fork()
     if daemon == 0:
         try:
-            enter_sandbox()
+            if given.get("layout") == "vm":
+                os.mkdir(USER)
+                LAYOUT["commands"] = USER
+            else:
+                enter_sandbox()
             serve()
         except BaseException as exc:
             answer({"error": f"the daemon failed: {type(exc).__name__}: {exc}"})

@@ -45,12 +45,13 @@ def missing() -> str | None:
 
 class UmlMachine:
     """One booted machine (see the module docstring); ``controllers``: what its host
-    delegates to the sandbox's group; ``neighbour`` is the pid, in the machine, of a process
+    delegates below its root; ``layout``: ``container`` or ``vm`` (see ``init.py``);
+    ``neighbour`` is the pid, in the machine, of a process
     of the sandbox's that must outlive every run."""
 
-    def __init__(self, memory_mb: int = 768, controllers: tuple[str, ...] = ("memory", "pids")
-                 ) -> None:
-        self.memory_mb, self.controllers = memory_mb, controllers
+    def __init__(self, memory_mb: int = 768, controllers: tuple[str, ...] = ("memory", "pids"),
+                 layout: str = "container") -> None:
+        self.memory_mb, self.controllers, self.layout = memory_mb, controllers, layout
         self.id = f"uml-{os.urandom(4).hex()}"
         self.neighbour: int | None = None
         self._lock = threading.Lock()
@@ -66,7 +67,7 @@ class UmlMachine:
         argv = [KERNEL, f"mem={self.memory_mb}M", "root=/dev/root", "rootfstype=hostfs",
                 "rootflags=/", "ro", "loglevel=2", f"init={python}", "con=null",
                 "con0=fd:0,fd:1", "--", "-I", "-S", str(INIT),
-                f"controllers={','.join(self.controllers)}"]
+                f"controllers={','.join(self.controllers)}", f"layout={self.layout}"]
         # The kernel keeps the machine's memory in a file in TMPDIR: our own, removed after.
         self._proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                       stderr=subprocess.DEVNULL, process_group=0,

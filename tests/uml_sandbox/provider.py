@@ -31,10 +31,12 @@ class UmlProvider(RemoteProvider):
     service = "UML"
 
     def __init__(self, machine_memory_mb: int = 768,
-                 controllers: tuple[str, ...] = ("memory", "pids"), **options: Any) -> None:
+                 controllers: tuple[str, ...] = ("memory", "pids"), layout: str = "container",
+                 **options: Any) -> None:
         super().__init__()
         self.options = RemoteOptions(**options)
         self.machine_memory_mb, self.controllers = machine_memory_mb, controllers
+        self.layout = layout
         self.machines: list[UmlMachine] = []  # every machine it booted, for the tests to see
 
     def translate(self, exc: BaseException, what: str, sandbox_id: str | None = None
@@ -46,7 +48,7 @@ class UmlProvider(RemoteProvider):
 
     def _open(self, key: tuple) -> Remote:
         try:
-            machine = UmlMachine(self.machine_memory_mb, self.controllers).start()
+            machine = UmlMachine(self.machine_memory_mb, self.controllers, self.layout).start()
         except (OSError, RuntimeError) as exc:
             raise SandboxError(f"cannot boot a machine: {exc}") from exc
         self.machines.append(machine)

@@ -1,21 +1,27 @@
 """A run's cgroup in a sandbox whose cgroups are v2 only (stdlib; shipped into sandboxes as
-``deepgym_remote_cgroup_v2``): a container on a cgroup v2 host, what clouds run today.
+``deepgym_remote_cgroup_v2``): a container or a microVM on a cgroup v2 host, what clouds run.
 
-In v2 one group holds every controller, and a group hands memory and pids down to groups
-below it only while no process is in it itself (the kernel answers EBUSY otherwise). A
-container's processes all sit in its own group, so on the sandbox's first run the in-sandbox
-program moves them (the cloud's daemon, its shells, the program itself) into a leaf group of
-their own and turns memory and pids on below the container's group, as Docker-in-Docker's
-entrypoint does; each run's group is then made beside that leaf::
+In v2 one group holds every controller, and a group hands memory and pids down to the groups
+below it only while no process is in it itself (the kernel answers EBUSY otherwise; the root
+group excepted). A run's group goes where it can have them without changing a group that
+the cloud puts processes in:
 
-    /sys/fs/cgroup/               the sandbox's group (its cgroup namespace's root)
-      deepgym-sandbox/            the sandbox's own processes, moved there once
+- below the nearest of this process's group and its ancestors that hands memory and pids down
+  already: an E2B microVM's root, for instance, whose daemon (envd) starts each command in a
+  group of its own (``/user``) with ``CLONE_INTO_CGROUP``; turning controllers on in that
+  group would make the kernel refuse envd's next command (EBUSY), so it is never touched;
+- else below the top of the sandbox's hierarchy, once memory and pids are turned on there. In
+  a container (Daytona's) that top is the container's own group, holding all its processes: on
+  the sandbox's first run they (the cloud's daemon, its shells, this program) are moved into a
+  leaf group of their own, as Docker-in-Docker's entrypoint does, and a process the cloud later
+  starts in the container's group lands in the leaf (runc's ``exec`` joins the group of the
+  container's init when its own answers EBUSY: runc #2416)::
+
+    /sys/fs/cgroup/               the top (a container's group: its cgroup namespace's root)
+      deepgym-sandbox/            the top's own processes, moved there once
       deepgym-remote-<run>/       memory.max, memory.swap.max 0, pids.max: all of the run's
         s<pid>-<n>/               solution processes together; the runner's per-process
                                   groups (``deepgym_cgroup.CpuGroup``) below it
-
-A process the cloud later starts in the sandbox's group itself lands in the leaf: runc's
-``exec`` joins the cgroup of the container's init when its own answers EBUSY (runc #2416).
 
 Cleanup: ``cgroup.kill`` (Linux 5.14) kills the run's group and every group below it at once,
 however its processes fork (on an older kernel, its members are killed until none is listed,
@@ -62,18 +68,22 @@ def _own_group(root):
 
 
 def domain(root=ROOT):
-    """The group the runs' groups are made in: the sandbox's (this process's, or the parent
-    of the leaf it was moved to)."""
-    group = _own_group(root)
-    return os.path.dirname(group) if os.path.basename(group) == LEAF else group
+    """Where the runs' groups are made, and whether memory and pids are on there already:
+    the nearest of this process's group and its ancestors that hands them down, else the top
+    of the hierarchy (not yet)."""
+    group, top = _own_group(root), os.path.normpath(root)
+    while True:
+        enabled = _read(os.path.join(group, "cgroup.subtree_control")).split()
+        if all(c.encode() in enabled for c in NEEDED):
+            return group, True
+        if group == top:
+            return top, False
+        group = os.path.dirname(group)
 
 
 def delegate(group):
-    """Turn memory and pids on below ``group``, moving its own processes into the leaf
-    first where it has any; OSError saying why where the sandbox does not allow it."""
-    enabled = _read(os.path.join(group, "cgroup.subtree_control")).split()
-    if all(c.encode() in enabled for c in NEEDED):
-        return
+    """Turn memory and pids on below ``group`` (the top), moving its own processes into the
+    leaf first where it has any; OSError saying why where the sandbox does not allow it."""
     offered = _read(os.path.join(group, "cgroup.controllers")).decode().split()
     lacking = [c for c in NEEDED if c not in offered]
     if lacking:
@@ -104,8 +114,9 @@ def _move_into_leaf(group):
 def create(name, *, memory_bytes, pids, prefix, root=ROOT):
     """The run's group with its limits (OSError saying why it cannot be had; nothing is
     left then)."""
-    parent = domain(root)
-    delegate(parent)
+    parent, ready = domain(root)
+    if not ready:
+        delegate(parent)
     path = os.path.join(parent, prefix + name)
     os.mkdir(path, 0o755)
     run = RunCgroupV2({"v2": Path(path)})

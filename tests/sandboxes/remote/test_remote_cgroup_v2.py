@@ -1,7 +1,8 @@
 """The in-sandbox program where the sandbox's cgroups are v2 only (``remote/cgroup_v2``), in a
 real kernel: User-Mode Linux machines (``tests/uml_sandbox``), this machine's own cgroups
-being v1. Each machine is a container on a cgroup v2 host, its daemon and a neighbour process
-in the sandbox's group; everything of a run is the production code but the cloud's calls.
+being v1. Each machine is a container on a cgroup v2 host (Daytona's), its daemon and a
+neighbour process in the sandbox's group, or a microVM whose daemon starts each command in a
+group of its own (E2B's); everything of a run is the production code but the cloud's calls.
 """
 
 from __future__ import annotations
@@ -160,6 +161,28 @@ def test_a_sandbox_given_no_memory_controller_runs_on_and_says_why(caplog):
         (machine,) = provider.machines
         assert str(machine.neighbour) in _in_machine(provider,
                                                      "cat /sys/fs/cgroup/cgroup.procs").split()
+    finally:
+        provider.close()
+    assert not provider.machines[0].alive()
+
+
+def test_a_group_the_cloud_starts_commands_in_is_left_alone():
+    """E2B's daemon (envd) starts every command in a group of its own, ``/user``, in a
+    microVM whose root hands memory and pids down: a run's group goes below the root, and
+    ``/user`` is never changed (with controllers turned on below it, the kernel would refuse
+    the daemon's next command)."""
+    provider = UmlProvider(layout="vm", solution_memory_mb=RUN_MEMORY_MB,
+                           max_processes=MAX_PROCESSES)
+    client = DeepGym(mode="local", backend="threads", provider=provider)
+    try:
+        result = client.run(ENV, WHERE)
+        group, memory, pids = result.details.strip("'").split("|")
+        assert re.fullmatch(r"/deepgym-remote-[0-9a-f]+/s\d+-\d+", group), result.details
+        assert (memory, pids) == (str(RUN_MEMORY_MB << 20), str(MAX_PROCESSES))
+        assert _in_machine(provider, "cat /sys/fs/cgroup/user/cgroup.subtree_control") == ""
+        assert _in_machine(provider, "cat /proc/self/cgroup") == "0::/user\n"
+        assert "deepgym-sandbox" not in _in_machine(provider, "ls /sys/fs/cgroup").split()
+        assert client.run(ENV, RIGHT).score == 1.0
     finally:
         provider.close()
     assert not provider.machines[0].alive()
