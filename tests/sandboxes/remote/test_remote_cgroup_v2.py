@@ -20,7 +20,7 @@ from deepgym_ray.models import Environment
 pytestmark = [pytest.mark.slow,
               pytest.mark.skipif(missing() is not None, reason=str(missing()))]
 
-RUN_MEMORY_MB = 192  # all of a run's solution processes together
+RUN_MEMORY_MB = 128  # all of a run's solution processes together
 MAX_PROCESSES = 32
 
 VERIFIER = '''
@@ -42,8 +42,8 @@ def answer():
     return "|".join([group, open(run + "/memory.max").read().strip(),
                      open(run + "/pids.max").read().strip()])
 '''
-# Four children of 64 MB each, every one well within the per-process limit (the run's
-# memory), 256 MB together: "right" only if all four held theirs at one moment.
+# Four children of 40 MB each, every one well within the per-process limit (the run's
+# memory), 160 MB together: "right" only if all four held theirs at one moment.
 FOUR_CHILDREN = '''
 import os, time
 def answer():
@@ -51,7 +51,7 @@ def answer():
     for _ in range(4):
         pid = os.fork()
         if pid == 0:
-            block = bytearray(64 << 20)
+            block = bytearray(40 << 20)
             for i in range(0, len(block), 4096):
                 block[i] = 1
             time.sleep(1)
