@@ -42,6 +42,7 @@ from deepgym_ray.sandboxes.modal.calls import translate
 from deepgym_ray.sandboxes.modal.options import ModalOptions, check_access, load_sdk, make_client
 from deepgym_ray.sandboxes.remote import Remote, RemoteProvider, privilege
 from deepgym_ray.sandboxes.remote import command as cmd
+from deepgym_ray.sandboxes.remote.calls import wait
 
 __all__ = ["ModalOptions", "ModalProvider"]
 
@@ -77,8 +78,10 @@ def _command() -> Callable[..., tuple[Any, bytes | None]]:
     (with the last chunk: one call less), and read its stdout to the end if ``read``, as one
     coroutine on the SDK's event loop. Each call of the SDK's blocking interface is a hop
     from our thread to that loop's thread and back (0.2 to 0.4 ms of an actor's CPU per run,
-    measured); this is one hop per command. The SDK's synchronizer is not public API: the
-    SDK is pinned, and its test server runs every path of this."""
+    measured); this is one hop per command. Called with ``_future=True`` (the synchronizer's
+    own switch), it returns the call's future, which a run waits on (``calls.wait``). The
+    SDK's synchronizer is not public API: the SDK is pinned, and its test server runs every
+    path of this."""
     from modal._utils.async_utils import synchronizer
 
     async def command(sandbox: Any, argv: list[str], stdin: bytes | None, read: bool,
@@ -102,6 +105,7 @@ class ModalProvider(RemoteProvider):
     name = "modal"
     service = "Modal"
     one_stream = True
+    calls_are_futures = True  # a run's calls wait through calls.wait, on the run's thread
 
     def __init__(self, **options: Any) -> None:
         super().__init__()
@@ -193,14 +197,16 @@ class ModalProvider(RemoteProvider):
         # the judge's files, once per sandbox
         payload = b"".join(json.dumps([path, len(data)]).encode() + b"\n" + data
                            for path, data in files)
-        proc, _ = _command()(remote.sdk, ["python3", "-I", "-S", "-c", _WRITE_FILES], payload,
-                             False, text=False, timeout=math.ceil(self.options.call_timeout))
-        code = proc.wait()
+        proc, _ = wait(_command()(remote.sdk, ["python3", "-I", "-S", "-c", _WRITE_FILES],
+                                  payload, False, text=False, _future=True,
+                                  timeout=math.ceil(self.options.call_timeout)))
+        code = wait(proc.wait(_future=True))
         if code == -1:  # the client's deadline for the command passed
             raise ProviderTimeoutError(f"writing the run's files: no end within "
                                        f"{self.options.call_timeout:.0f}s", sandbox_id=remote.id)
         if code != 0:
-            said = proc.stderr.read().decode("utf-8", "replace").strip().splitlines()
+            said = wait(proc.stderr.read(_future=True)).decode("utf-8", "replace")
+            said = said.strip().splitlines()
             raise SandboxError(f"writing the run's files failed (exit code {code}): "
                                + (said[-1] if said else "nothing said"), sandbox_id=remote.id)
 
@@ -222,12 +228,12 @@ class ModalProvider(RemoteProvider):
                 argv = cmd.spec_then_run(path, command, "environment")
             else:  # more than one secret value holds: on its stdin (a call more)
                 argv, stdin = cmd.spec_then_run(path, command, "stdin"), spec
-        proc, out = _command()(remote.sdk, argv, stdin, True, text=False, timeout=limit,
-                               stderr=devnull, env=env)
+        proc, out = wait(_command()(remote.sdk, argv, stdin, True, text=False, timeout=limit,
+                                    stderr=devnull, env=env, _future=True))
         stdout = out.decode("utf-8", "surrogateescape")
         if complete(stdout, ""):
             return stdout, "", None
-        code = proc.wait()
+        code = wait(proc.wait(_future=True))
         if code == -1:  # the client's deadline for the command passed (ours comes first)
             raise ProviderTimeoutError(f"the run's program: no end within {limit}s",
                                        sandbox_id=remote.id)

@@ -45,7 +45,7 @@ from deepgym_ray.sandboxes.base import (
     sandbox_path,
 )
 from deepgym_ray.sandboxes.remote import command as cmd
-from deepgym_ray.sandboxes.remote.calls import Translate
+from deepgym_ray.sandboxes.remote.calls import Translate, bounded_here
 from deepgym_ray.sandboxes.remote.calls import bounded as _bounded
 from deepgym_ray.sandboxes.remote.handles import Remote, Run
 from deepgym_ray.sandboxes.remote.idle import IdleSandboxes
@@ -89,6 +89,9 @@ class RemoteProvider(SandboxProvider):
     #: A run's whole output on the command's stdout, its stderr not read (where each stream
     #: read is a call of its own; see ``command.split_one_stream``).
     one_stream = False
+    #: The SDK's calls are futures of its own event loop (Modal's): a run's calls are bounded
+    #: on the run's thread (``calls.bounded_here``), with no hop to a daemon thread of ours.
+    calls_are_futures = False
     options: Any
 
     def __init__(self) -> None:
@@ -153,6 +156,14 @@ class RemoteProvider(SandboxProvider):
         """``fn(*args, **kwargs)`` bounded and typed (see ``remote.calls.bounded``)."""
         translate: Translate = self.translate
         return _bounded(fn, *args, translate=translate, service=self.service, **kwargs)
+
+    def _bounded_run(self, fn: Any, *args: Any, **kwargs: Any) -> Any:
+        """A run's calls, bounded as :meth:`bounded`: on the run's own thread where the SDK's
+        calls are futures of its event loop (``calls_are_futures``, see ``calls.wait``)."""
+        if not self.calls_are_futures:
+            return self.bounded(fn, *args, **kwargs)
+        translate: Translate = self.translate
+        return bounded_here(fn, *args, translate=translate, service=self.service, **kwargs)
 
     # --- sandboxes -------------------------------------------------------------------------
 
@@ -273,7 +284,7 @@ class RemoteProvider(SandboxProvider):
             # Both calls on one of our threads (one hand-off per run), each bounded by the
             # SDK's socket timeouts, and the pair by our own deadline: the run's time plus a
             # margin per call for the provider to answer, and then it is the provider that hangs.
-            stdout_text, stderr_text, exit_code = self.bounded(
+            stdout_text, stderr_text, exit_code = self._bounded_run(
                 self._upload_and_run, remote, uploads, digest, line, timeout, end,
                 deadline=timeout + 2 * o.call_timeout, what="upload and run the judge",
                 sandbox_id=remote.id, cancel=cancel)
@@ -304,6 +315,8 @@ class RemoteProvider(SandboxProvider):
                         line: str, timeout: float, end: str) -> tuple[str, str, Any]:
         try:
             self._upload(remote, uploads)
+        except RunCancelledError:
+            raise
         except BaseException as exc:  # noqa: B036 - typed here, so the step is named
             raise self.translate(exc, "upload the run's files", remote.id) from exc
         remote.judge_digest = digest
@@ -313,6 +326,8 @@ class RemoteProvider(SandboxProvider):
 
         try:
             return self._execute(remote, line, timeout, complete)
+        except RunCancelledError:
+            raise
         except BaseException as exc:  # noqa: B036
             raise self.translate(exc, "run the judge", remote.id) from exc
 

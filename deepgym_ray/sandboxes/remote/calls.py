@@ -3,7 +3,9 @@
 SDK timeouts (Daytona's use SIGALRM on the main thread and an asynchronous exception
 elsewhere) cannot be trusted to interrupt a blocking socket call in a Ray actor's thread; so
 every call here runs on a daemon thread of its own and the caller stops waiting at the
-deadline (the SDK's socket timeout, set a little later, ends the abandoned thread). The
+deadline (the SDK's socket timeout, set a little later, ends the abandoned thread). An SDK
+whose calls are futures of its own event loop (Modal's) is bounded on the caller's thread
+instead (:func:`bounded_here`, :func:`wait`). The
 provider's ``translate`` turns a failure into a :class:`~deepgym_ray.exceptions.SandboxError`
 subclass that says what went wrong: the connection, a timeout, an HTTP status, or a sandbox
 that is gone.
@@ -107,18 +109,71 @@ def bounded(fn: Callable[..., T], *args: Any, deadline: float, what: str,
     cancelled, and ``translate``'s error when the call fails.
     """
     future = _WORKERS.submit(lambda: fn(*args, **kwargs))
-    if cancel is not None:
-        woken = threading.Event()
-        future.add_done_callback(lambda _: woken.set())
-        cancel.on_set(woken.set)
-        woken.wait(deadline)
-        if cancel.is_set() and not future.done():
-            raise RunCancelledError(f"{what}: given up by the run's caller",
-                                    sandbox_id=sandbox_id)
+    bound = _Bound(time.monotonic() + deadline, deadline, what, service, sandbox_id, cancel)
     try:
-        return future.result(timeout=0 if cancel is not None else deadline)
-    except FutureTimeout:
-        raise ProviderTimeoutError(f"{what}: no answer from {service} within {deadline:.0f}s",
-                                   sandbox_id=sandbox_id) from None
+        return bound.wait(future)
+    except (ProviderTimeoutError, RunCancelledError):
+        raise
     except BaseException as exc:  # noqa: B036 - whatever the call raised, typed
         raise translate(exc, what, sandbox_id) from exc
+
+
+def bounded_here(fn: Callable[..., T], *args: Any, deadline: float, what: str,
+                 translate: Translate, service: str = "the provider",
+                 sandbox_id: str | None = None, cancel: CancelSignal | None = None,
+                 **kwargs: Any) -> T:
+    """:func:`bounded`, on this thread, for an SDK whose every call is a wait on a future of
+    its own event loop (Modal's): ``fn`` waits on each through :func:`wait`, which gives it up
+    at the deadline or once ``cancel`` is set (and cancels it). No daemon thread: a thread
+    switch each way less per call (0.3 to 0.6 ms of a Modal run's client CPU, measured)."""
+    _HERE.bound = _Bound(time.monotonic() + deadline, deadline, what, service, sandbox_id,
+                         cancel)
+    try:
+        return fn(*args, **kwargs)
+    except (ProviderTimeoutError, RunCancelledError):
+        raise
+    except BaseException as exc:  # noqa: B036 - whatever the call raised, typed
+        raise translate(exc, what, sandbox_id) from exc
+    finally:
+        _HERE.bound = None
+
+
+def wait(future: Future) -> Any:
+    """The result of ``future``, an SDK call running on the SDK's event loop, within the bound
+    :func:`bounded_here` set on this thread (without one: as long as it takes)."""
+    bound: _Bound | None = getattr(_HERE, "bound", None)
+    return future.result() if bound is None else bound.wait(future)
+
+
+_HERE = threading.local()
+
+
+class _Bound:
+    """Where a bounded call's waiting ends: its deadline (monotonic), its caller's cancel."""
+
+    def __init__(self, ends: float, deadline: float, what: str, service: str,
+                 sandbox_id: str | None, cancel: CancelSignal | None) -> None:
+        self.ends, self.deadline, self.what = ends, deadline, what
+        self.service, self.sandbox_id, self.cancel = service, sandbox_id, cancel
+
+    def wait(self, future: Future) -> Any:
+        """``future``'s result; ProviderTimeoutError at the deadline, RunCancelledError once
+        cancelled (the future cancelled then, where it still can be)."""
+        timeout = max(0.0, self.ends - time.monotonic())
+        if self.cancel is not None:
+            woken = threading.Event()
+            future.add_done_callback(lambda _: woken.set())
+            self.cancel.on_set(woken.set)
+            woken.wait(timeout)
+            if self.cancel.is_set() and not future.done():
+                future.cancel()
+                raise RunCancelledError(f"{self.what}: given up by the run's caller",
+                                        sandbox_id=self.sandbox_id)
+            timeout = 0
+        try:
+            return future.result(timeout=timeout)
+        except FutureTimeout:
+            future.cancel()  # an SDK's call on its loop ends; a daemon thread's cannot
+            raise ProviderTimeoutError(f"{self.what}: no answer from {self.service} within "
+                                       f"{self.deadline:.0f}s", sandbox_id=self.sandbox_id
+                                       ) from None
