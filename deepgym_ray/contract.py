@@ -70,6 +70,8 @@ def is_verdict(exit_code: int | None, error_type: str | None) -> bool:
 
 def check_score(score: object) -> str | None:
     """Return why ``score`` can never be reward, or None when it is a valid score in [0, 1]."""
+    if type(score) is float and 0.0 <= score <= 1.0:  # the usual case (NaN fails both)
+        return None
     if isinstance(score, bool) or not isinstance(score, (int, float)):
         return f"score must be a number, got {type(score).__name__}"
     value = float(score)
