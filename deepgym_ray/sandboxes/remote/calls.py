@@ -21,6 +21,7 @@ import queue
 import threading
 import time
 from collections.abc import Callable
+from concurrent.futures import CancelledError as FutureCancelled
 from concurrent.futures import Future
 from concurrent.futures import TimeoutError as FutureTimeout
 from email.utils import parsedate_to_datetime
@@ -142,7 +143,7 @@ def wait(future: Future) -> Any:
     """The result of ``future``, an SDK call running on the SDK's event loop, within the bound
     :func:`bounded_here` set on this thread (without one: as long as it takes)."""
     bound: _Bound | None = getattr(_HERE, "bound", None)
-    return future.result() if bound is None else bound.wait(future)
+    return future.result() if bound is None else bound.wait(future, cancellable=True)
 
 
 _HERE = threading.local()
@@ -156,11 +157,15 @@ class _Bound:
         self.ends, self.deadline, self.what = ends, deadline, what
         self.service, self.sandbox_id, self.cancel = service, sandbox_id, cancel
 
-    def wait(self, future: Future) -> Any:
+    def wait(self, future: Future, *, cancellable: bool = False) -> Any:
         """``future``'s result; ProviderTimeoutError at the deadline, RunCancelledError once
-        cancelled (the future cancelled then, where it still can be)."""
+        cancelled (the future cancelled then, where it still can be). ``cancellable``: the
+        future is an SDK call on its event loop, which cancelling it ends: the caller's
+        cancel cancels it, and the wait needs no watcher of its own."""
         timeout = max(0.0, self.ends - time.monotonic())
-        if self.cancel is not None:
+        if self.cancel is not None and cancellable:
+            self.cancel.on_set(future.cancel)
+        elif self.cancel is not None:
             woken = threading.Event()
             future.add_done_callback(lambda _: woken.set())
             self.cancel.on_set(woken.set)
@@ -172,6 +177,11 @@ class _Bound:
             timeout = 0
         try:
             return future.result(timeout=timeout)
+        except FutureCancelled:
+            if self.cancel is None or not self.cancel.is_set():
+                raise
+            raise RunCancelledError(f"{self.what}: given up by the run's caller",
+                                    sandbox_id=self.sandbox_id) from None
         except FutureTimeout:
             future.cancel()  # an SDK's call on its loop ends; a daemon thread's cannot
             raise ProviderTimeoutError(f"{self.what}: no answer from {self.service} within "
