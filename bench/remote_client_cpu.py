@@ -13,6 +13,7 @@ one Ray instance, in rounds, alternating.
 
     .venv/bin/python bench/remote_client_cpu.py                       # 1,000 runs, P=200
     .venv/bin/python bench/remote_client_cpu.py --runs 400 --rounds 1
+    .venv/bin/python bench/remote_client_cpu.py --backend threads --max-parallel 100  # no Ray
 """
 
 from __future__ import annotations
@@ -103,6 +104,40 @@ def measure(provider: str, runs: int, parallel: int, latency: float) -> dict:
         server.wait(60)
 
 
+def measure_threads(provider: str, runs: int, parallel: int, latency: float) -> dict:
+    """As :func:`measure`, in this process on the thread backend: the provider and its SDK
+    alone, without Ray's per-task work (this process's CPU is the client's)."""
+    from deepgym_ray import DeepGym, load_environment
+    from deepgym_ray.config import DeepGymConfig
+
+    server, options = start_server(provider, latency)
+    try:
+        env = load_environment("coin_change")
+        wrong = "def coin_change(coins, amount):\n    return -1\n"
+        answers = [env.reference_solution if i % 4 else wrong for i in range(runs)]
+        client = DeepGym(config=DeepGymConfig(
+            mode=provider, backend="threads", max_parallel=parallel,
+            provider_options={**options, "call_timeout": 60.0}))
+        warm = client.score_outputs([env] * parallel, answers[:parallel], parallel)
+        warm += client.score_outputs([env] * 2, [env.reference_solution, wrong], 1)
+        before, started = resource.getrusage(resource.RUSAGE_SELF), time.monotonic()
+        results = client.score_outputs([env] * runs, answers, parallel)
+        wall, after = time.monotonic() - started, resource.getrusage(resource.RUSAGE_SELF)
+        cpu = (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
+        client.close()
+        return {
+            "provider": provider, "backend": "threads", "runs": runs, "max_parallel": parallel,
+            "latency_s": latency, "wall_s": round(wall, 1), "runs_per_s": round(runs / wall, 1),
+            "client_cpu_ms_per_run": round(1000 * cpu / runs, 2),
+            "all_judged_and_right": len(results) == runs and all(
+                r.has_verdict and r.passed == bool(i % 4) for i, r in enumerate(results)),
+            "warmup_all_judged": all(r.has_verdict for r in warm),
+        }
+    finally:
+        server.terminate()
+        server.wait(60)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--runs", type=int, default=1000)
@@ -110,13 +145,21 @@ def main() -> None:
     parser.add_argument("--latency", type=float, default=0.2)
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--providers", default="daytona,e2b,modal")
+    parser.add_argument("--backend", choices=("ray", "threads"), default="ray",
+                        help="threads: in this process, the provider's own CPU without Ray's")
     args = parser.parse_args()
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # the servers are stopped too
+    providers = args.providers.split(",")
+    if args.backend == "threads":
+        for round_ in range(args.rounds):
+            for provider in providers if round_ % 2 == 0 else providers[::-1]:
+                result = measure_threads(provider, args.runs, args.max_parallel, args.latency)
+                print(json.dumps({"round": round_ + 1, **result}), flush=True)
+        return
     import ray
 
     ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False,
              _node_ip_address="127.0.0.1")
-    providers = args.providers.split(",")
     try:
         for round_ in range(args.rounds):
             order = providers if round_ % 2 == 0 else providers[::-1]
