@@ -281,9 +281,10 @@ class RemoteProvider(SandboxProvider):
                                    self.one_stream)
         started = time.monotonic()
         try:
-            # Both calls on one of our threads (one hand-off per run), each bounded by the
-            # SDK's socket timeouts, and the pair by our own deadline: the run's time plus a
-            # margin per call for the provider to answer, and then it is the provider that hangs.
+            # Both calls on one of our threads (one hand-off per run; none where the SDK's
+            # calls are futures), each bounded by the SDK's socket timeouts, and the pair by our
+            # own deadline: the run's time plus a margin per call for the provider to answer,
+            # and then it is the provider that hangs.
             stdout_text, stderr_text, exit_code = self._bounded_run(
                 self._upload_and_run, remote, uploads, digest, line, timeout, end,
                 deadline=timeout + 2 * o.call_timeout, what="upload and run the judge",
