@@ -107,42 +107,54 @@ def test_a_wrapper_that_overrides_run_is_not_handed_cancel_unless_it_says_so():
 
 
 @pytest.mark.slow
-def test_a_cancelled_daytona_run_stops_waiting_and_its_sandbox_is_deleted(daytona_server):
+@pytest.mark.parametrize("cloud", ["daytona", "modal"])
+def test_a_cancelled_remote_run_stops_waiting_and_its_sandbox_is_deleted(cloud, request):
+    """Given up while its solution runs, a remote run stops waiting at once (Daytona's on a
+    daemon thread of ours; Modal's on the SDK's own future, on the run's thread, which is
+    cancelled), and its sandbox is deleted."""
     from helpers.cancel import QUICK, wait_until
 
-    from deepgym_ray.sandboxes.daytona import DaytonaProvider
+    from deepgym_ray.sandboxes import provider_class
 
     if os.geteuid() != 0:
         pytest.skip("the run's solution uid, which this test watches, needs root")
+    server = request.getfixturevalue(f"{cloud}_server")
 
-    class Watched(DaytonaProvider):
+    class Watched(provider_class(cloud)):
         def create(self, env):
             sandbox = super().create(env)
             self.made.append(sandbox)
             return sandbox
 
-    provider = Watched(api_key=daytona_server.api_key, api_url=daytona_server.url)
-    provider.made = []
+        def bounded(self, fn, *args, **kwargs):  # the calls that go by a daemon thread
+            self.on_daemon_threads.append(kwargs["what"])
+            return super().bounded(fn, *args, **kwargs)
+
+    provider = Watched(**server.provider_options(), call_timeout=5.0)
+    provider.made, provider.on_daemon_threads = [], []
     cancel = CancelSignal()
 
     def cancel_when_the_solution_runs() -> None:
         wait_until(lambda: provider.made and uid_processes(provider.made[0].handle.uid),
-                   "the solution running in the Daytona sandbox")
+                   f"the solution running in the {cloud} sandbox")
         cancel.set()
 
     threading.Thread(target=cancel_when_the_solution_runs, daemon=True).start()
     try:
+        started = time.monotonic()
         with pytest.raises(RunCancelledError) as caught:
             judge(provider, SLEEPER, SLEEPING_SOLUTION, cancel)
-        # The provider stopped waiting on Daytona (the run itself would take ten minutes).
+        # The provider stopped waiting (the run itself would take ten minutes).
+        assert time.monotonic() - started < SLEEPER.timeout
         assert "run the judge: given up" in str(caught.value.__cause__)
+        assert "create a sandbox" in provider.on_daemon_threads
+        assert ("upload and run the judge" in provider.on_daemon_threads) is (cloud != "modal")
         sandbox = provider.made[0]
         remote_id = sandbox.id.split("/")[0]
-        # Deleted, as after a call that timed out: that ends everything in a real Daytona
-        # sandbox. (The test server kills only the command's process group then, not the
+        # Deleted, as after a call that timed out: that ends everything in a real cloud's
+        # sandbox. (The test servers kill only the command's process group then, not the
         # solution's own session: the test kills that below.)
-        wait_until(lambda: remote_id not in daytona_server.live_sandboxes(),
-                   "the sandbox deleted")
+        wait_until(lambda: remote_id not in server.live_sandboxes(), "the sandbox deleted")
         assert remote_id not in provider.live_sandboxes()
         assert judge(provider, QUICK, "x = 1").passed  # a fresh sandbox serves the next run
     finally:

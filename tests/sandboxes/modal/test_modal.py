@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import logging
 import sys
-import threading
 import time
 
 import pytest
@@ -336,57 +335,6 @@ def test_a_failed_create_has_no_verdict_and_a_throttled_one_waits_and_then_judge
     finally:
         client.close()
         provider.close()
-
-
-@pytest.mark.slow
-def test_a_cancelled_run_stops_waiting_on_its_own_thread_and_its_sandbox_is_deleted(server):
-    """A Modal run waits on the SDK's own future (no daemon thread of ours): cancelled, it stops
-    waiting at once, the SDK's call is cancelled, and the sandbox is deleted."""
-    from helpers.cancel import QUICK, SLEEPER, SLEEPING_SOLUTION, wait_until
-
-    from deepgym_ray.exceptions import RunCancelledError
-    from deepgym_ray.judge.deepgym_proc import kill_uid, uid_processes
-    from deepgym_ray.sandboxes.base import CancelSignal
-    from deepgym_ray.scoring.judging import judge
-
-    class Watched(ModalProvider):
-        def create(self, env):
-            sandbox = super().create(env)
-            self.made.append(sandbox)
-            return sandbox
-
-        def bounded(self, fn, *args, **kwargs):  # the calls that go by a daemon thread
-            self.on_daemon_threads.append(kwargs["what"])
-            return super().bounded(fn, *args, **kwargs)
-
-    provider = Watched(**options(server, call_timeout=5.0))
-    provider.made, provider.on_daemon_threads = [], []
-    cancel = CancelSignal()
-
-    def cancel_when_the_solution_runs() -> None:
-        wait_until(lambda: provider.made and uid_processes(provider.made[0].handle.uid),
-                   "the solution running in the Modal sandbox")
-        cancel.set()
-
-    threading.Thread(target=cancel_when_the_solution_runs, daemon=True).start()
-    try:
-        started = time.monotonic()
-        with pytest.raises(RunCancelledError) as caught:
-            judge(provider, SLEEPER, SLEEPING_SOLUTION, cancel)
-        assert time.monotonic() - started < SLEEPER.timeout  # it did not wait the run out
-        assert "run the judge: given up" in str(caught.value.__cause__)
-        # The run's calls waited on this thread (the sandbox's creation on a daemon thread).
-        assert "create a sandbox" in provider.on_daemon_threads
-        assert "upload and run the judge" not in provider.on_daemon_threads
-        remote_id = provider.made[0].id.split("/")[0]
-        wait_until(lambda: remote_id not in server.live_sandboxes(), "the sandbox deleted")
-        assert remote_id not in provider.live_sandboxes()
-        assert judge(provider, QUICK, "x = 1").passed  # a fresh sandbox serves the next run
-    finally:
-        cancel.close()
-        provider.close()
-        for sandbox in provider.made:
-            kill_uid(sandbox.handle.uid, rounds=20, wait_for_zombies=False)
 
 
 # -- configuration and the command line -------------------------------------------------------
