@@ -36,8 +36,6 @@ Example (in the sandbox, as root):
 
 import errno
 import os
-import signal
-import time
 from pathlib import Path
 
 try:  # in a sandbox, beside the local provider's module (see ``command.judge_files``)
@@ -48,7 +46,6 @@ except ImportError:  # on the host
 ROOT = "/sys/fs/cgroup"
 LEAF = "deepgym-sandbox"
 NEEDED = ("memory", "pids")
-KILL_WAIT = 10.0
 MOVE_ROUNDS = 50  # a process forked while its parent moves is moved in the next round
 
 
@@ -132,30 +129,17 @@ def create(name, *, memory_bytes, pids, prefix, root=ROOT):
 
 
 class RunCgroupV2(RunCgroup):
-    """One run's v2 group (``groups = {"v2": path}``); ``procs_files``, ``pids`` and
-    ``remove`` are v1's (one group instead of one per controller)."""
+    """One run's v2 group (``groups = {"v2": path}``); ``procs_files``, ``pids``, ``remove``
+    and the kill loop are v1's (one group instead of one per controller, no freezer)."""
 
     def kill_all(self):
         """Kill every process of the run; True once none is left in its groups."""
-        if not self.pids():
-            return True
-        try:  # all of them at once, a fork in between too (Linux 5.14)
-            _write(self.groups["v2"] / "cgroup.kill", "1")
-        except OSError:
-            pass  # an older kernel: the loop below kills what is listed until none is left
-        deadline = time.monotonic() + KILL_WAIT
-        while True:
-            pids = self.pids()
-            if not pids:
-                return True
-            if time.monotonic() > deadline:
-                return False
-            for pid in pids:
-                try:
-                    os.kill(pid, signal.SIGKILL)
-                except (ProcessLookupError, PermissionError):
-                    pass
-            time.sleep(0.001)
+        if self.pids():
+            try:  # all of them at once, a fork in between too (Linux 5.14)
+                _write(self.groups["v2"] / "cgroup.kill", "1")
+            except OSError:
+                pass  # an older kernel: v1's loop below kills what is listed until none is
+        return super().kill_all()  # no freezer here: kill what is listed until none is
 
     def memory_failures(self):
         """How often the run's memory reached its limit (``memory.events``' ``max``)."""
