@@ -1,0 +1,93 @@
+"""What an idle local Ray instance's own processes cost per minute, as the tests start it, with
+Ray's defaults and with the settings tests/conftest.py gives every Ray of the test run.
+
+Each round starts the instance in a subprocess (so that each gets the environment under test),
+starts and ends ``--workers`` actors (each leaves its log files, as a test run's pools do), then
+measures the CPU of every process of the instance (raylet, GCS, log monitor, agents,
+dashboard, autoscaler monitor) over ``--seconds``. The two settings alternate, so a noisy
+machine slows both alike.
+
+Example::
+
+    .venv/bin/python bench/ray_instance_idle.py --rounds 2
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+
+# What tests/conftest.py sets for the log monitor (kept equal by hand: a bench must not import
+# the tests' conftest, which starts the test run's temp dirs).
+TEST_SETTINGS = {"RAY_LOG_MONITOR_MANY_FILES_THRESHOLD": "0", "LOG_NAME_UPDATE_INTERVAL_S": "5"}
+PROCESSES = {"log monitor": "log_monitor.py", "dashboard agent": "ray::DashboardAgent",
+             "runtime env agent": "ray::RuntimeEnvAgent", "raylet": "raylet/raylet",
+             "gcs": "gcs_server", "dashboard": "dashboard/dashboard.py",
+             "autoscaler monitor": "autoscaler/_private/monitor.py"}
+
+ROUND = """
+import json, os, sys, time
+import psutil, ray
+workers, seconds, kinds = int(sys.argv[1]), float(sys.argv[2]), json.loads(sys.argv[3])
+ray.init(address="local", num_cpus=4, include_dashboard=False, _node_ip_address="127.0.0.1",
+         log_to_driver=False)
+
+@ray.remote(num_cpus=0)
+class Idle:
+    def pid(self):
+        return os.getpid()
+
+for start in range(0, workers, 8):
+    actors = [Idle.remote() for _ in range(min(8, workers - start))]
+    ray.get([a.pid.remote() for a in actors])
+    for actor in actors:
+        ray.kill(actor)
+time.sleep(3)
+# A process is told by its first three words (python, -u, its script; the agents by the
+# title they give themselves): a raylet's command line names the agents it starts.
+found = {kind: [p for p in psutil.process_iter(["cmdline"])
+                if pattern in " ".join((p.info["cmdline"] or [])[:3])]
+         for kind, pattern in kinds.items()}
+def cpu(procs):
+    return sum(sum(p.cpu_times()[:2]) for p in procs)
+before = {kind: cpu(procs) for kind, procs in found.items()}
+time.sleep(seconds)
+logs = len(os.listdir(ray._private.worker._global_node.get_logs_dir_path()))
+print(json.dumps({"logs": logs, **{kind: (cpu(procs) - before[kind]) * 60 / seconds
+                                   for kind, procs in found.items()}}))
+"""
+
+
+def one_round(settings: dict[str, str], workers: int, seconds: float) -> dict[str, float]:
+    env = {k: v for k, v in os.environ.items() if k not in TEST_SETTINGS and k != "RAY_ADDRESS"}
+    env.update(settings)
+    done = subprocess.run([sys.executable, "-c", ROUND, str(workers), str(seconds),
+                           json.dumps(PROCESSES)], env=env, capture_output=True, text=True,
+                          check=True)
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--workers", type=int, default=40, help="actors started and ended first")
+    parser.add_argument("--seconds", type=float, default=30.0, help="measured idle time")
+    args = parser.parse_args()
+    totals = {"Ray's defaults": [], "the tests' settings": []}
+    for _ in range(args.rounds):
+        for name, settings in (("Ray's defaults", {}), ("the tests' settings", TEST_SETTINGS)):
+            result = one_round(settings, args.workers, args.seconds)
+            logs = result.pop("logs")
+            totals[name].append(sum(result.values()))
+            print(f"{name:20s} {logs} log files  total {sum(result.values()):.2f} CPU-s/min  "
+                  + "  ".join(f"{k} {v:.2f}" for k, v in result.items()), flush=True)
+    default, tuned = (sum(v) / len(v) for v in totals.values())
+    print(f"\nidle instance: {default:.2f} -> {tuned:.2f} CPU-s per minute "
+          f"(ratio {tuned / default:.2f})")
+
+
+if __name__ == "__main__":
+    main()
