@@ -135,6 +135,7 @@ _MENTIONS_DOCKER: dict[str, bool] = {}
 # embedded Ray, a 3-node Cluster): one such start is a dozen processes busy at once, and with
 # both cores kept busy three starting together (one per worker) ran past Ray's own fixed 30 s
 # for a node to register, twice in a row (stress series 10). They take turns.
+SESSION_ATTACKS = "session-attacks"
 OWN_RAY = ("tests/e2e/test_verl_trainer_start.py", "tests/e2e/test_ray_job.py",
            "tests/faults/test_driver_killed_resume.py", "tests/e2e/test_eval_signals.py",
            "tests/e2e/test_pool_cluster.py", "tests/faults/test_node_removed.py")
@@ -144,7 +145,9 @@ def worker_group(item) -> str:
     """The xdist group of ``item``: for an attack of the security battery, its provider's
     ("docker-engine" for Docker's); "own-ray" for the modules that start Ray instances of their
     own; "docker-engine" for anything else that may touch the engine (named so, using a docker
-    fixture, or a module that mentions it); else its module."""
+    fixture, or a module that mentions it); "session-attacks" for the session attacks on the
+    other providers (their pools start once, on one worker, and end with the group: see
+    tests/security/conftest.py); else its module."""
     callspec = getattr(item, "callspec", None)
     case = callspec.params.get("battery") if callspec is not None else None
     if case is not None:  # the security battery: one provider's client and pool per worker
@@ -157,6 +160,8 @@ def worker_group(item) -> str:
     if _MENTIONS_DOCKER[module] or "docker" in item.nodeid.lower() \
             or any("docker" in name for name in item.fixturenames):
         return "docker-engine"
+    if getattr(getattr(item, "function", None), "session_attack", False):
+        return SESSION_ATTACKS
     return item.nodeid.split("::")[0]
 
 

@@ -142,41 +142,64 @@ def _session_pool(name: str, mode: str, **options):
                                         provider_options=options))
 
 
-@pytest.fixture(scope="session")
+# The session attacks' pools (a client each on 2 actors of its own), by provider, made when an
+# attack first asks and ended when this worker's run of the attacks' group is over (below), not
+# at the end of the session: an idle actor costs about 0.5 CPU-s a minute.
+_SESSION_POOLS: dict[str, object] = {}
+
+
+def _session_pool_client(request, mode: str, server_fixture: str | None = None):
+    client = _SESSION_POOLS.get(mode)
+    if client is None:
+        options = {} if server_fixture is None else \
+            request.getfixturevalue(server_fixture).provider_options()
+        client = _SESSION_POOLS[mode] = _session_pool(mode, mode, **options)
+    return client
+
+
+def _end_session_pools() -> None:
+    from deepgym_ray.pool import get_pool
+
+    while _SESSION_POOLS:
+        _, client = _SESSION_POOLS.popitem()
+        get_pool(client).shutdown()
+        client.close()
+
+
+def _group(item) -> str | None:
+    marker = None if item is None else item.get_closest_marker("xdist_group")
+    return None if marker is None else marker.args[0]
+
+
+@pytest.hookimpl(tryfirst=True)  # before the servers' session fixtures are torn down
+def pytest_runtest_teardown(item, nextitem):
+    """Ends the session attacks' pools once the next test is not one of their group (under
+    xdist a worker runs a group's tests one after another; with ``-n 0``, at the end)."""
+    if _SESSION_POOLS and (nextitem is None or
+                           _group(item) is not None and _group(nextitem) != _group(item)):
+        _end_session_pools()
+
+
+@pytest.fixture
 def session_pool_local(ray_local):
     """A local-sandbox client on a Ray pool of its own (2 actors), for the session attacks'
     batches (session_attacks.py)."""
-    from deepgym_ray.pool import get_pool
-
-    client = _session_pool("local", "local")
-    yield client
-    get_pool(client).shutdown()
-    client.close()
+    return _session_pool_client(None, "local")
 
 
-def _remote_session_pool(request, mode: str, server_fixture: str):
-    from deepgym_ray.pool import get_pool
-
-    server = request.getfixturevalue(server_fixture)
-    client = _session_pool(mode, mode, **server.provider_options())
-    yield client
-    get_pool(client).shutdown()
-    client.close()
-
-
-@pytest.fixture(scope="session")
+@pytest.fixture
 def session_pool_daytona(request, ray_local):
     """The same on the Daytona test server (its user is ``daytona``, with sudo)."""
-    yield from _remote_session_pool(request, "daytona", "daytona_server")
+    return _session_pool_client(request, "daytona", "daytona_server")
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture
 def session_pool_e2b(request, ray_local):
     """The same on the E2B test server."""
-    yield from _remote_session_pool(request, "e2b", "e2b_server")
+    return _session_pool_client(request, "e2b", "e2b_server")
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture
 def session_pool_modal(request, ray_local):
     """The same on the Modal test server."""
-    yield from _remote_session_pool(request, "modal", "modal_server")
+    return _session_pool_client(request, "modal", "modal_server")

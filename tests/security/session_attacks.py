@@ -129,4 +129,5 @@ def session_attack_tests(variants: list[list[Action]]):
         for result in results[:-1]:
             _judged_zero(result)
 
+    test_alone.session_attack = test_in_batch.session_attack = True  # (their xdist group)
     return test_alone, test_in_batch
