@@ -155,13 +155,14 @@ def worker_group(item) -> str:
     module = str(item.path)
     if module.endswith(OWN_RAY):
         return "own-ray"
+    function = getattr(item, "function", None)
+    if getattr(function, "session_attack", False) and "docker" not in item.nodeid.lower():
+        return SESSION_ATTACKS
     if module not in _MENTIONS_DOCKER:
         _MENTIONS_DOCKER[module] = "docker" in item.path.read_text().lower()
     if _MENTIONS_DOCKER[module] or "docker" in item.nodeid.lower() \
             or any("docker" in name for name in item.fixturenames):
         return "docker-engine"
-    if getattr(getattr(item, "function", None), "session_attack", False):
-        return SESSION_ATTACKS
     return item.nodeid.split("::")[0]
 
 
