@@ -19,10 +19,11 @@ import json
 import os
 import subprocess
 import sys
+from pathlib import Path
 
-# What tests/conftest.py sets for the log monitor (kept equal by hand: a bench must not import
-# the tests' conftest, which starts the test run's temp dirs).
-TEST_SETTINGS = {"RAY_LOG_MONITOR_MANY_FILES_THRESHOLD": "0", "LOG_NAME_UPDATE_INTERVAL_S": "5"}
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+from helpers.ray_cluster import QUIET_LOG_MONITOR as TEST_SETTINGS  # noqa: E402
+
 PROCESSES = {"log monitor": "log_monitor.py", "dashboard agent": "ray::DashboardAgent",
              "runtime env agent": "ray::RuntimeEnvAgent", "raylet": "raylet/raylet",
              "gcs": "gcs_server", "dashboard": "dashboard/dashboard.py",

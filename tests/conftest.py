@@ -10,7 +10,7 @@ import time
 import uuid
 
 import pytest
-from helpers.ray_cluster import start_local_ray
+from helpers.ray_cluster import QUIET_LOG_MONITOR, start_local_ray
 
 # Nothing is ever fetched from a hub, and Ray stays on the loopback interface: with this switch
 # off, Ray keeps 127.0.0.1 instead of rewriting it to the machine's routable address, so every
@@ -24,12 +24,8 @@ os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
 # 1-2 % of a core: with a Ray instance per xdist worker all session (and more in the e2e
 # tests) that was half a minute of the suite's CPU. Actors start workers of their own anyway.
 os.environ.setdefault("RAY_prestart_worker_first_driver", "0")
-# Ray's log monitor (one per instance, all session on each xdist worker) lists its log
-# directory every 0.1 s for new files to forward to drivers; the tests' drivers take none
-# (log_to_driver off), and a test run's instance gathers hundreds of files, one set per worker
-# process. Listing every 5 s halves its CPU (bench/ray_instance_idle.py).
-os.environ.setdefault("RAY_LOG_MONITOR_MANY_FILES_THRESHOLD", "0")
-os.environ.setdefault("LOG_NAME_UPDATE_INTERVAL_S", "5")
+for _name, _value in QUIET_LOG_MONITOR.items():  # (see helpers/ray_cluster.py)
+    os.environ.setdefault(_name, _value)
 # Modal's client reads the developer's ~/.modal.toml (token, server) when it is imported, and
 # goes through a proxy the environment names: the tests' Modal is tests/modal_server only.
 os.environ.setdefault("MODAL_CONFIG_PATH", os.path.join(tempfile.gettempdir(),

@@ -23,6 +23,13 @@ LOCAL_RAY_OPTIONS = {
     "namespace": "deepgym_ray_tests",
     "log_to_driver": False,
 }
+# Ray's log monitor (one per instance, all session on each xdist worker) lists its log
+# directory every 0.1 s for new files to forward to drivers; the tests' drivers take none
+# (log_to_driver off), and a test run's instance gathers hundreds of files, one set per worker
+# process. Listing every 5 s halves its CPU (bench/ray_instance_idle.py). Environment
+# variables of Ray's own, set by tests/conftest.py for every Ray of the test run.
+QUIET_LOG_MONITOR = {"RAY_LOG_MONITOR_MANY_FILES_THRESHOLD": "0",
+                     "LOG_NAME_UPDATE_INTERVAL_S": "5"}
 NODE_ARGS = {"num_cpus": 2, "node_ip_address": "127.0.0.1"}
 # Notice a lost node within seconds rather than the production default, but not so fast that
 # a live node on a loaded 2-core machine misses its checks and is declared dead too.

@@ -149,12 +149,11 @@ _SESSION_POOLS: dict[str, object] = {}
 
 
 def _session_pool_client(request, mode: str, server_fixture: str | None = None):
-    client = _SESSION_POOLS.get(mode)
-    if client is None:
+    if mode not in _SESSION_POOLS:
         options = {} if server_fixture is None else \
             request.getfixturevalue(server_fixture).provider_options()
-        client = _SESSION_POOLS[mode] = _session_pool(mode, mode, **options)
-    return client
+        _SESSION_POOLS[mode] = _session_pool(mode, mode, **options)
+    return _SESSION_POOLS[mode]
 
 
 def _end_session_pools() -> None:
@@ -181,10 +180,10 @@ def pytest_runtest_teardown(item, nextitem):
 
 
 @pytest.fixture
-def session_pool_local(ray_local):
+def session_pool_local(request, ray_local):
     """A local-sandbox client on a Ray pool of its own (2 actors), for the session attacks'
     batches (session_attacks.py)."""
-    return _session_pool_client(None, "local")
+    return _session_pool_client(request, "local")
 
 
 @pytest.fixture
