@@ -16,6 +16,7 @@ Example:
 from __future__ import annotations
 
 import base64
+import hashlib
 import json
 import os
 import shutil
@@ -30,6 +31,7 @@ from typing import Any
 
 KERNEL = "linux.uml"
 INIT = Path(__file__).with_name("init.py")
+XSTATE = Path(__file__).with_name("xstate.c")
 BOOT_WAIT = 120.0
 PIECE = 1024  # bytes of a request per console line
 
@@ -38,9 +40,27 @@ def missing() -> str | None:
     """Why no machine can be booted here (None: one can)."""
     if shutil.which(KERNEL) is None:
         return f"{KERNEL} not installed (Debian's user-mode-linux; .ci/run installs it)"
+    if shutil.which("gcc") is None:
+        return "no gcc to build the kernel's xstate.c (.ci/run installs it)"
     if shutil.which("python3", path="/usr/local/bin:/usr/bin:/bin") is None:
         return "no system python3 for the machine (its root is the host's)"
     return None
+
+
+def xstate_shim() -> Path:
+    """``xstate.c`` built once per version of it, for the kernel to preload: the machine's
+    vector registers kept whole on a host with AVX-512 (see that file). Built under a
+    temporary name and renamed, so that test processes building it at once never load half."""
+    digest = hashlib.sha256(XSTATE.read_bytes()).hexdigest()[:16]
+    built = Path(tempfile.gettempdir()) / f"deepgym-uml-xstate-{digest}.so"
+    if not built.exists():
+        partial = built.with_suffix(f".{os.getpid()}.tmp")
+        done = subprocess.run(["gcc", "-O2", "-shared", "-fPIC", "-o", str(partial),
+                               str(XSTATE), "-ldl"], capture_output=True, text=True)
+        if done.returncode:
+            raise RuntimeError(f"cannot build {XSTATE.name}: {done.stderr.strip()}")
+        os.replace(partial, built)
+    return built
 
 
 class UmlMachine:
@@ -69,9 +89,9 @@ class UmlMachine:
                 "con0=fd:0,fd:1", "--", "-I", "-S", str(INIT),
                 f"controllers={','.join(self.controllers)}", f"layout={self.layout}"]
         # The kernel keeps the machine's memory in a file in TMPDIR: our own, removed after.
+        env = {**os.environ, "TMPDIR": self._tmp, "LD_PRELOAD": str(xstate_shim())}
         self._proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                      stderr=subprocess.DEVNULL, process_group=0,
-                                      env={**os.environ, "TMPDIR": self._tmp})
+                                      stderr=subprocess.DEVNULL, process_group=0, env=env)
         # The machine does not see its console's end: should this process die (a test run
         # killed), a watchdog in the machine's process group kills it all.
         try:
