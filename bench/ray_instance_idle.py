@@ -22,17 +22,18 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
-from helpers.ray_cluster import QUIET_LOG_MONITOR as TEST_SETTINGS  # noqa: E402
+from helpers.ray_cluster import QUIET_RAY as TEST_SETTINGS  # noqa: E402
 
 PROCESSES = {"log monitor": "log_monitor.py", "dashboard agent": "ray::DashboardAgent",
              "runtime env agent": "ray::RuntimeEnvAgent", "raylet": "raylet/raylet",
              "gcs": "gcs_server", "dashboard": "dashboard/dashboard.py",
-             "autoscaler monitor": "autoscaler/_private/monitor.py"}
+             "autoscaler monitor": "autoscaler/_private/monitor.py", "idle actors": "ray::Idle"}
 
 ROUND = """
 import json, os, sys, time
 import psutil, ray
-workers, seconds, kinds = int(sys.argv[1]), float(sys.argv[2]), json.loads(sys.argv[3])
+workers, alive_count, seconds = int(sys.argv[1]), int(sys.argv[2]), float(sys.argv[3])
+kinds = json.loads(sys.argv[4])
 ray.init(address="local", num_cpus=4, include_dashboard=False, _node_ip_address="127.0.0.1",
          log_to_driver=False)
 
@@ -46,6 +47,9 @@ for start in range(0, workers, 8):
     ray.get([a.pid.remote() for a in actors])
     for actor in actors:
         ray.kill(actor)
+# Actors left alive through the measurement, as a test run's session pools are.
+alive = [Idle.remote() for _ in range(alive_count)]
+ray.get([a.pid.remote() for a in alive])
 time.sleep(3)
 # A process is told by its first three words (python, -u, its script; the agents by the
 # title they give themselves): a raylet's command line names the agents it starts.
@@ -62,10 +66,11 @@ print(json.dumps({"logs": logs, **{kind: (cpu(procs) - before[kind]) * 60 / seco
 """
 
 
-def one_round(settings: dict[str, str], workers: int, seconds: float) -> dict[str, float]:
+def one_round(settings: dict[str, str], workers: int, alive: int,
+              seconds: float) -> dict[str, float]:
     env = {k: v for k, v in os.environ.items() if k not in TEST_SETTINGS and k != "RAY_ADDRESS"}
     env.update(settings)
-    done = subprocess.run([sys.executable, "-c", ROUND, str(workers), str(seconds),
+    done = subprocess.run([sys.executable, "-c", ROUND, str(workers), str(alive), str(seconds),
                            json.dumps(PROCESSES)], env=env, capture_output=True, text=True,
                           check=True)
     return json.loads(done.stdout.strip().splitlines()[-1])
@@ -75,19 +80,28 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--workers", type=int, default=40, help="actors started and ended first")
+    parser.add_argument("--alive", type=int, default=0, help="idle actors kept while measured")
     parser.add_argument("--seconds", type=float, default=30.0, help="measured idle time")
+    parser.add_argument("--try", dest="candidate", action="append", default=[],
+                        metavar="NAME=VALUE", help="also measure the tests' settings plus these")
     args = parser.parse_args()
-    totals = {"Ray's defaults": [], "the tests' settings": []}
+    variants = {"Ray's defaults": {}, "the tests' settings": TEST_SETTINGS}
+    if args.candidate:
+        variants["with " + " ".join(args.candidate)] = {
+            **TEST_SETTINGS, **dict(item.split("=", 1) for item in args.candidate)}
+    totals: dict[str, list[float]] = {name: [] for name in variants}
     for _ in range(args.rounds):
-        for name, settings in (("Ray's defaults", {}), ("the tests' settings", TEST_SETTINGS)):
-            result = one_round(settings, args.workers, args.seconds)
+        for name, settings in variants.items():
+            result = one_round(settings, args.workers, args.alive, args.seconds)
             logs = result.pop("logs")
             totals[name].append(sum(result.values()))
-            print(f"{name:20s} {logs} log files  total {sum(result.values()):.2f} CPU-s/min  "
+            print(f"{name}: {logs} log files, total {sum(result.values()):.2f} CPU-s/min\n  "
                   + "  ".join(f"{k} {v:.2f}" for k, v in result.items()), flush=True)
-    default, tuned = (sum(v) / len(v) for v in totals.values())
-    print(f"\nidle instance: {default:.2f} -> {tuned:.2f} CPU-s per minute "
-          f"(ratio {tuned / default:.2f})")
+    means = {name: sum(values) / len(values) for name, values in totals.items()}
+    default = means.pop("Ray's defaults")
+    print(f"\nidle instance, Ray's defaults: {default:.2f} CPU-s per minute")
+    for name, mean in means.items():
+        print(f"  {name}: {mean:.2f} (ratio {mean / default:.2f})")
 
 
 if __name__ == "__main__":

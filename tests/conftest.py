@@ -10,7 +10,7 @@ import time
 import uuid
 
 import pytest
-from helpers.ray_cluster import QUIET_LOG_MONITOR, start_local_ray
+from helpers.ray_cluster import QUIET_RAY, start_local_ray
 
 # Nothing is ever fetched from a hub, and Ray stays on the loopback interface: with this switch
 # off, Ray keeps 127.0.0.1 instead of rewriting it to the machine's routable address, so every
@@ -24,7 +24,7 @@ os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
 # 1-2 % of a core: with a Ray instance per xdist worker all session (and more in the e2e
 # tests) that was half a minute of the suite's CPU. Actors start workers of their own anyway.
 os.environ.setdefault("RAY_prestart_worker_first_driver", "0")
-for _name, _value in QUIET_LOG_MONITOR.items():  # (see helpers/ray_cluster.py)
+for _name, _value in QUIET_RAY.items():  # (see helpers/ray_cluster.py)
     os.environ.setdefault(_name, _value)
 # Modal's client reads the developer's ~/.modal.toml (token, server) when it is imported, and
 # goes through a proxy the environment names: the tests' Modal is tests/modal_server only.

@@ -23,13 +23,21 @@ LOCAL_RAY_OPTIONS = {
     "namespace": "deepgym_ray_tests",
     "log_to_driver": False,
 }
-# Ray's log monitor (one per instance, all session on each xdist worker) lists its log
-# directory every 0.1 s for new files to forward to drivers; the tests' drivers take none
-# (log_to_driver off), and a test run's instance gathers hundreds of files, one set per worker
-# process. Listing every 5 s halves its CPU (bench/ray_instance_idle.py). Environment
-# variables of Ray's own, set by tests/conftest.py for every Ray of the test run.
-QUIET_LOG_MONITOR = {"RAY_LOG_MONITOR_MANY_FILES_THRESHOLD": "0",
-                     "LOG_NAME_UPDATE_INTERVAL_S": "5"}
+# Ray's own bookkeeping, which no test reads, made cheaper for every Ray of the test run
+# (environment variables of Ray's, set by tests/conftest.py; bench/ray_instance_idle.py
+# measures them against Ray's defaults):
+# - the log monitor (one per instance, all session on each xdist worker) lists its log
+#   directory every 0.1 s for new files to forward to drivers; the tests' drivers take none
+#   (log_to_driver off), and a run's instance gathers hundreds of files, one set per worker
+#   process: listed every 5 s instead;
+# - the dashboard agent's reporter gathers every worker's process stats every 5 s for a
+#   dashboard the tests do not start: every minute;
+# - every Ray process times each of its event loop's handlers, and every worker sends its
+#   tasks' state changes to the GCS each second, for the state API and timeline, which the
+#   tests do not use: neither. (Metrics stay on: a test reads the pool's from Ray's exporter.)
+QUIET_RAY = {"RAY_LOG_MONITOR_MANY_FILES_THRESHOLD": "0", "LOG_NAME_UPDATE_INTERVAL_S": "5",
+             "REPORTER_UPDATE_INTERVAL_MS": "60000", "RAY_event_stats": "0",
+             "RAY_task_events_report_interval_ms": "0"}
 NODE_ARGS = {"num_cpus": 2, "node_ip_address": "127.0.0.1"}
 # Notice a lost node within seconds rather than the production default, but not so fast that
 # a live node on a loaded 2-core machine misses its checks and is declared dead too.
