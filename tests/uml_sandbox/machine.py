@@ -16,7 +16,6 @@ Example:
 from __future__ import annotations
 
 import base64
-import hashlib
 import json
 import os
 import shutil
@@ -47,19 +46,15 @@ def missing() -> str | None:
     return None
 
 
-def xstate_shim() -> Path:
-    """``xstate.c`` built once per version of it, for the kernel to preload: the machine's
-    vector registers kept whole on a host with AVX-512 (see that file). Built under a
-    temporary name and renamed, so that test processes building it at once never load half."""
-    digest = hashlib.sha256(XSTATE.read_bytes()).hexdigest()[:16]
-    built = Path(tempfile.gettempdir()) / f"deepgym-uml-xstate-{digest}.so"
-    if not built.exists():
-        partial = built.with_suffix(f".{os.getpid()}.tmp")
-        done = subprocess.run(["gcc", "-O2", "-shared", "-fPIC", "-o", str(partial),
-                               str(XSTATE), "-ldl"], capture_output=True, text=True)
-        if done.returncode:
-            raise RuntimeError(f"cannot build {XSTATE.name}: {done.stderr.strip()}")
-        os.replace(partial, built)
+def build_xstate(directory: str) -> Path:
+    """``xstate.c`` built in ``directory`` (the machine's own, private), for the kernel to
+    preload: the machine's vector registers kept whole on a host with AVX-512 (see that file).
+    Never a shared one: a library another user could put there first would run as the kernel."""
+    built = Path(directory) / "xstate.so"
+    done = subprocess.run(["gcc", "-O2", "-shared", "-fPIC", "-o", str(built), str(XSTATE),
+                           "-ldl"], capture_output=True, text=True)
+    if done.returncode:
+        raise RuntimeError(f"cannot build {XSTATE.name}: {done.stderr.strip()}")
     return built
 
 
@@ -89,7 +84,12 @@ class UmlMachine:
                 "con0=fd:0,fd:1", "--", "-I", "-S", str(INIT),
                 f"controllers={','.join(self.controllers)}", f"layout={self.layout}"]
         # The kernel keeps the machine's memory in a file in TMPDIR: our own, removed after.
-        env = {**os.environ, "TMPDIR": self._tmp, "LD_PRELOAD": str(xstate_shim())}
+        try:
+            preload = build_xstate(self._tmp)
+        except RuntimeError:
+            shutil.rmtree(self._tmp, ignore_errors=True)
+            raise
+        env = {**os.environ, "TMPDIR": self._tmp, "LD_PRELOAD": str(preload)}
         self._proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                       stderr=subprocess.DEVNULL, process_group=0, env=env)
         # The machine does not see its console's end: should this process die (a test run
