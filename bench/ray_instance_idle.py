@@ -4,8 +4,8 @@ Ray's defaults and with the settings tests/conftest.py gives every Ray of the te
 Each round starts the instance in a subprocess (so that each gets the environment under test),
 starts and ends ``--workers`` actors (each leaves its log files, as a test run's pools do), then
 measures the CPU of every process of the instance (raylet, GCS, log monitor, agents,
-dashboard, autoscaler monitor) over ``--seconds``. The two settings alternate, so a noisy
-machine slows both alike.
+dashboard, autoscaler monitor, and ``--alive`` idle actors) over ``--seconds``. The settings
+(and ``--try``'s candidates) alternate, so a noisy machine slows each alike.
 
 Example::
 
@@ -22,6 +22,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+from helpers.ray_cluster import LOCAL_RAY_OPTIONS  # noqa: E402
 from helpers.ray_cluster import QUIET_RAY as TEST_SETTINGS  # noqa: E402
 
 PROCESSES = {"log monitor": "log_monitor.py", "dashboard agent": "ray::DashboardAgent",
@@ -34,8 +35,7 @@ import json, os, sys, time
 import psutil, ray
 workers, alive_count, seconds = int(sys.argv[1]), int(sys.argv[2]), float(sys.argv[3])
 kinds = json.loads(sys.argv[4])
-ray.init(address="local", num_cpus=4, include_dashboard=False, _node_ip_address="127.0.0.1",
-         log_to_driver=False)
+ray.init(**json.loads(sys.argv[5]))
 
 @ray.remote(num_cpus=0)
 class Idle:
@@ -70,9 +70,9 @@ def one_round(settings: dict[str, str], workers: int, alive: int,
               seconds: float) -> dict[str, float]:
     env = {k: v for k, v in os.environ.items() if k not in TEST_SETTINGS and k != "RAY_ADDRESS"}
     env.update(settings)
-    done = subprocess.run([sys.executable, "-c", ROUND, str(workers), str(alive), str(seconds),
-                           json.dumps(PROCESSES)], env=env, capture_output=True, text=True,
-                          check=True)
+    argv = [sys.executable, "-c", ROUND, str(workers), str(alive), str(seconds),
+            json.dumps(PROCESSES), json.dumps(LOCAL_RAY_OPTIONS)]
+    done = subprocess.run(argv, env=env, capture_output=True, text=True, check=True)
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 

@@ -131,7 +131,6 @@ _MENTIONS_DOCKER: dict[str, bool] = {}
 # embedded Ray, a 3-node Cluster): one such start is a dozen processes busy at once, and with
 # both cores kept busy three starting together (one per worker) ran past Ray's own fixed 30 s
 # for a node to register, twice in a row (stress series 10). They take turns.
-SESSION_ATTACKS = "session-attacks"
 OWN_RAY = ("tests/e2e/test_verl_trainer_start.py", "tests/e2e/test_ray_job.py",
            "tests/faults/test_driver_killed_resume.py", "tests/e2e/test_eval_signals.py",
            "tests/e2e/test_pool_cluster.py", "tests/faults/test_node_removed.py")
@@ -153,7 +152,7 @@ def worker_group(item) -> str:
         return "own-ray"
     function = getattr(item, "function", None)
     if getattr(function, "session_attack", False) and "docker" not in item.nodeid.lower():
-        return SESSION_ATTACKS
+        return "session-attacks"
     if module not in _MENTIONS_DOCKER:
         _MENTIONS_DOCKER[module] = "docker" in item.path.read_text().lower()
     if _MENTIONS_DOCKER[module] or "docker" in item.nodeid.lower() \
