@@ -2,10 +2,10 @@
 
 Checks a change to the local sandbox's hot path (issue 32: the syscall filter and the run's CPU
 read from its cgroup) against the tree before it. The earlier commit is checked out in a
-temporary git worktree; each round scores the same N coin_change completions (half right,
-half wrong) with ``DeepGym("local", backend="threads").run_batch`` once per tree, in a fresh
-process whose ``PYTHONPATH`` puts that tree's package first, alternating the order so both
-trees see the same load. Each process counts its CPU in a cpuacct cgroup of its own (see
+temporary git worktree (``trees.py``); each round scores the same N coin_change completions
+(half right, half wrong) with ``DeepGym("local", backend="threads").run_batch`` once per tree,
+in a fresh process whose ``PYTHONPATH`` puts that tree's package first, alternating the order
+so both trees see the same load. Each process counts its CPU in a cpuacct cgroup of its own (see
 ``judge_cpu.py``).
 
 Usage:
@@ -18,14 +18,10 @@ Prints runs/s and CPU ms per run for both trees (the best of the rounds) and the
 from __future__ import annotations
 
 import argparse
-import json
 import os
-import subprocess
-import sys
-import tempfile
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+from trees import run_in, worktrees
 
 # One tree's measurement, in a process of its own (the tree comes first on PYTHONPATH).
 MEASURE = r"""
@@ -55,16 +51,7 @@ print(json.dumps({"rate": rate, "cpu_ms": cpu_ms, "right": right, "no_verdict": 
 
 
 def measure(tree: Path, n: int, parallel: int) -> dict:
-    env = {**os.environ, "PYTHONPATH": str(tree), "BENCH_DIR": str(ROOT / "bench")}
-    env.pop("RAY_ADDRESS", None)
-    # cwd: the tree, since `python -c` puts the working directory first on sys.path.
-    done = subprocess.run([sys.executable, "-c", MEASURE, str(n), str(parallel)], env=env,
-                          cwd=str(tree), capture_output=True, text=True, timeout=1800)
-    if done.returncode != 0:
-        raise SystemExit(f"the run on {tree} failed:\n{done.stderr[-3000:]}")
-    result = json.loads(done.stdout.splitlines()[-1])
-    if not result["package"].startswith(str(tree)):
-        raise SystemExit(f"measured {result['package']}, not the tree {tree}")
+    result = run_in(tree, MEASURE, str(n), str(parallel))
     if result["no_verdict"] or result["right"] != (n + 1) // 2:
         raise SystemExit(f"wrong scores on {tree}: {result}")
     return result
@@ -78,30 +65,18 @@ def main() -> None:
     parser.add_argument("--parallel", type=int, default=os.cpu_count() or 2)
     parser.add_argument("--rounds", type=int, default=3)
     args = parser.parse_args()
-    with tempfile.TemporaryDirectory(prefix="deepgym-before-") as tmp:
-        made = []
-        for name, rev in (("before", args.before), ("after", args.after)):
-            if rev is not None:
-                made.append(Path(tmp) / name)
-                subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "--detach",
-                                str(made[-1]), rev], check=True, capture_output=True)
-        try:
-            trees = {"before": made[0], "after": made[1] if args.after else ROOT}
-            rates: dict[str, list[float]] = {"before": [], "after": []}
-            cpus: dict[str, list[float]] = {"before": [], "after": []}
-            for round_ in range(args.rounds):
-                order = ("before", "after") if round_ % 2 == 0 else ("after", "before")
-                for name in order:
-                    result = measure(trees[name], args.n, args.parallel)
-                    rates[name].append(result["rate"])
-                    cpus[name].append(result["cpu_ms"])
-                    print(f"round {round_ + 1} {name:6}: {result['rate']:6.1f} runs/s, "
-                          f"{result['cpu_ms']:5.1f} ms CPU a run", flush=True)
-            last = result["isolation"]
-        finally:
-            for tree in made:
-                subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force",
-                                str(tree)], capture_output=True)
+    with worktrees(args.before, args.after) as trees:
+        rates: dict[str, list[float]] = {"before": [], "after": []}
+        cpus: dict[str, list[float]] = {"before": [], "after": []}
+        for round_ in range(args.rounds):
+            order = ("before", "after") if round_ % 2 == 0 else ("after", "before")
+            for name in order:
+                result = measure(trees[name], args.n, args.parallel)
+                rates[name].append(result["rate"])
+                cpus[name].append(result["cpu_ms"])
+                print(f"round {round_ + 1} {name:6}: {result['rate']:6.1f} runs/s, "
+                      f"{result['cpu_ms']:5.1f} ms CPU a run", flush=True)
+        last = result["isolation"]
     rate = {name: max(values) for name, values in rates.items()}
     cpu = {name: min(values) for name, values in cpus.items()}
     print(f"completions: {args.n}  parallel: {args.parallel}  rounds: {args.rounds}  "

@@ -18,6 +18,7 @@ solution's output files read safely), ``deepgym_cases.py`` (case-by-case scoring
 ``deepgym_clock.py`` (a request's and the run's limits: the solution's CPU time and wall-clock
 bounds, with ``deepgym_cgroup.py``: the solution's own cgroup), ``deepgym_step.py`` (one step
 of an agent's session: its command run as the agent, with the solution processes' isolation),
+``deepgym_workcopy.py`` (the copy of an agent's work directory its session verifier reads),
 ``deepgym_remote.py`` (the solution's module and objects as the verifier sees them),
 ``deepgym_spawn.py`` (starting and killing solution processes, the run's settings),
 ``deepgym_proc.py`` (small process helpers the host uses too), ``deepgym_result.py`` (the
@@ -40,7 +41,7 @@ Example:
      'deepgym_proc.py', 'deepgym_proxy.py', 'deepgym_remote.py', 'deepgym_reply.py',
      'deepgym_result.py', 'deepgym_runner.py', 'deepgym_solution.py', 'deepgym_spawn.py',
      'deepgym_step.py', 'deepgym_taint.py', 'deepgym_tree.py', 'deepgym_wire.py',
-     'deepgym_worker.py', 'deepgym_zyproc.py']
+     'deepgym_workcopy.py', 'deepgym_worker.py', 'deepgym_zyproc.py']
 """
 
 from __future__ import annotations
@@ -53,7 +54,7 @@ JUDGE_FILES = ("deepgym_runner.py", "deepgym_solution.py", "deepgym_proxy.py", "
                "deepgym_zyproc.py", "deepgym_remote.py", "deepgym_result.py", "deepgym_clock.py",
                "deepgym_guard.py", "deepgym_exits.py", "deepgym_taint.py", "deepgym_hooks.py",
                "deepgym_reply.py", "deepgym_tree.py", "deepgym_patch.py", "deepgym_output.py",
-               "deepgym_cgroup.py", "deepgym_step.py")
+               "deepgym_cgroup.py", "deepgym_step.py", "deepgym_workcopy.py")
 RUNNER = "deepgym_runner.py"
 STEP = "deepgym_step.py"  # one step of an agent's session (deepgym_ray.sessions)
 

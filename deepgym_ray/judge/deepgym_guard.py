@@ -68,7 +68,11 @@ class Guard:
 
     def __init__(self, solution, solution_dir, uid, verifier, tests):
         self.solution = os.path.realpath(solution)
-        self.dirs = (solution_dir.rstrip(os.sep) + os.sep,) if solution_dir else ()
+        # A session's solution is a directory (the copy of the agent's work): all of it is the
+        # agent's, as everything under the solution processes' directory is.
+        folders = [solution_dir, solution if os.path.isdir(solution) else None]
+        self.dirs = tuple(d.rstrip(os.sep) + os.sep for d in folders if d)
+        self._real_dirs = False  # their real paths are added once first needed
         self.uid = uid if uid is not None and uid != os.getuid() else None
         self.own = (verifier, tests)
         self.work = os.getcwd() + os.sep
@@ -134,8 +138,9 @@ class Guard:
             return found
         full = os.path.abspath(path)
         real = os.path.realpath(full)
-        if self.dirs and len(self.dirs) == 1:  # the directory's real path too, once needed
-            self.dirs += (os.path.realpath(self.dirs[0]).rstrip(os.sep) + os.sep,)
+        if not self._real_dirs:  # the directories' real paths too, once needed
+            self._real_dirs = True
+            self.dirs += tuple(os.path.realpath(d).rstrip(os.sep) + os.sep for d in self.dirs)
         found = real == self.solution or any((p + os.sep).startswith(d)
                                              for p in (full, real) for d in self.dirs)
         if not found and self.uid is not None:

@@ -5,7 +5,8 @@ to the solution.
   fails before the answer is in play (the verifier's error, naming the name);
 - :func:`install_in_play_hook`: an audit hook that dates the moment the verifier opens the
   solution's file, or reads a session's work directory (the answer is then in play: failures
-  after it are the answer's own);
+  after it are the answer's own); :func:`failed_on_work` dates a failure on a path of the work
+  directory that came before any read (a ``stat`` of a file the agent did not leave);
 - :func:`install_import_guard`: the verifier's own import of the solution file
   (``spec_from_file_location`` on it, or ``import solution``) gets a module that forwards to a
   solution process, so the solution's code never runs in the runner's process.
@@ -18,7 +19,7 @@ Example (what the runner does before the verifier runs):
 import os
 import sys
 
-__all__ = ["check_runtime_names", "install_import_guard", "install_in_play_hook"]
+__all__ = ["check_runtime_names", "failed_on_work", "install_import_guard", "install_in_play_hook"]
 
 
 def install_in_play_hook(solution_path, spawn):
@@ -27,7 +28,7 @@ def install_in_play_hook(solution_path, spawn):
     listing of it)."""
     target = os.path.realpath(solution_path)
     if os.path.isdir(target):
-        _install_directory_hook(target, spawn)
+        _install_directory_hook(solution_path, spawn)
         return
     name = os.path.basename(target)
 
@@ -47,22 +48,43 @@ def install_in_play_hook(solution_path, spawn):
 
 
 _READS = frozenset({"open", "os.listdir", "os.scandir"})
+_TOPS = []  # a session's work directory as the verifier may name it (set by the hook)
 
 
 def _install_directory_hook(top, spawn):
-    inside = top.rstrip(os.sep) + os.sep
+    # What the verifier asked for dates it, lexically (a relative path from its current
+    # directory, which is the work directory's copy), never where a link would lead: the
+    # copy has no links, and the agent must not decide what the first open resolves to.
+    _TOPS[:] = sorted({os.path.abspath(top), os.path.realpath(top)})
 
     def hook(event, args):
         if event in _READS and not spawn.STATE["in_play"] and args \
-                and isinstance(args[0], (str, bytes)):
-            try:
-                path = os.path.realpath(os.fsdecode(args[0]))
-            except (OSError, ValueError):
-                return
-            if path == top or path.startswith(inside):
-                spawn.mark_in_play()
+                and isinstance(args[0], (str, bytes)) and _under_work(args[0]):
+            spawn.mark_in_play()
 
     sys.addaudithook(hook)
+
+
+def _under_work(path):
+    try:
+        full = os.path.normpath(os.path.join(os.getcwd(), os.fsdecode(path)))
+    except (OSError, ValueError, TypeError):
+        return False
+    return any(full == top or full.startswith(top.rstrip(os.sep) + os.sep) for top in _TOPS)
+
+
+def failed_on_work(exc):
+    """Whether ``exc`` (or an exception it came from) is an OSError naming a path under a
+    session's work directory: the verifier failed while handling the agent's work, whether or
+    not it got as far as an open (``os.stat`` has no audit event)."""
+    seen = 0
+    while exc is not None and seen < 20:
+        if isinstance(exc, OSError) and any(
+                isinstance(name, (str, bytes)) and _under_work(name)
+                for name in (exc.filename, exc.filename2)):
+            return True
+        exc, seen = exc.__cause__ or exc.__context__, seen + 1
+    return False
 
 
 def install_import_guard(solution_path, load_solution):

@@ -11,7 +11,8 @@ and reads the file it opened: a regular file with one link, at most ``limit`` by
 
 The solution's processes run in a folder of their own (``load_solution``, ``run_solution``):
 ``root=None``, or the folder of the solution's file as the verifier sees it
-(``os.path.dirname(solution_path)``, as verifiers written for DeepGym pass it), stands for it.
+(``os.path.dirname(solution_path)``, as verifiers written for DeepGym pass it), or a session's
+work directory as its verifier sees it (``work_dir``), stands for it.
 
 Example (inside a verifier):
     from deepgym_solution import read_output
@@ -57,7 +58,10 @@ def _root(root):
         return solution_dir()
     given = os.path.abspath(os.fspath(root))
     own = STATE.get("solution_path")
-    if own is not None and given == os.path.dirname(os.path.abspath(own)):
+    # A session's solution is the copy of the agent's work directory: what the agent's code
+    # writes while the verifier runs goes to the directory its processes run in.
+    if own is not None and given in (os.path.dirname(os.path.abspath(own)),
+                                     os.path.abspath(own)):
         return solution_dir()
     return given
 

@@ -50,10 +50,11 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 try:  # on the host (shape detection, tests)
-    from deepgym_ray.judge import deepgym_guard, deepgym_taint
+    from deepgym_ray.judge import deepgym_guard, deepgym_taint, deepgym_workcopy
     from deepgym_ray.judge.deepgym_exits import trap_exits
     from deepgym_ray.judge.deepgym_hooks import (
         check_runtime_names,
+        failed_on_work,
         install_import_guard,
         install_in_play_hook,
     )
@@ -69,9 +70,11 @@ except ImportError:  # in a sandbox, or forked by the fork server: the judge fil
         sys.path.insert(0, HERE)
     import deepgym_guard
     import deepgym_taint
+    import deepgym_workcopy
     from deepgym_exits import trap_exits
     from deepgym_hooks import (  # noqa: I001 - the same names as above
         check_runtime_names,
+        failed_on_work,
         install_import_guard,
         install_in_play_hook,
     )
@@ -239,6 +242,9 @@ def _load_judge(config, channel):
     guard.produced = deepgym_taint.Produced()
     deepgym_taint.watch(guard.produced, deepgym_proxy, deepgym_proc)
     install_import_guard(solution_path, deepgym_proxy.load_solution)
+    if config.get("work_copy"):  # relative paths mean the agent's files, as DeepGym's do
+        deepgym_spawn.compile_worker()
+        os.chdir(solution_path)
     if config.get("launch") and config.get("prewarm", True):
         try:
             with open(verifier_path, encoding="utf-8", errors="replace") as f:
@@ -250,6 +256,20 @@ def _load_judge(config, channel):
         except OSError:
             pass  # reported below when the verifier is read for real
     return deepgym_spawn, guard, verifier_path, solution_path, tests_path
+
+
+def _copy_agent_work(config):
+    """A session's verifier reads a copy of the agent's work directory, made here before any
+    verifier code runs (``deepgym_workcopy``): ``config["solution"]`` becomes the copy, which
+    is also the verifier's current directory once the judge is loaded. None, or the final
+    result when the copy was refused."""
+    spec = config.get("work_copy")
+    if not spec:
+        return None
+    copy, note, refused = deepgym_workcopy.take_copy(spec, os.getcwd())
+    if refused is None:
+        config.update(solution=copy, left_out=note)
+    return refused
 
 
 def _on_deadline(reason):
@@ -284,6 +304,8 @@ def _verify(config, guard, verifier_path, solution_path, tests_path, channel):
                   "score": 0.0, "passed": False, "details": str(exc), **_shape(result)}
     except BaseException as exc:  # noqa: B036 - every failure must become a result
         timer.stop()
+        if not channel.in_play and failed_on_work(exc):
+            channel.on_in_play()  # it failed on the agent's work: that is in play
         result = _failure(exc, channel.in_play, result.get("shape"))
     finally:
         sys.stdout = sys.__stdout__
@@ -301,6 +323,11 @@ def main():
     sys.stdin.close()
     _set_limits(config.get("limits"))
     channel = _Channel(real_out, config["token"])
+    refused = _copy_agent_work(config)
+    if refused is not None:  # nothing of the verifier's has run
+        refused["final"] = True
+        channel.emit(refused)
+        os._exit(refused["exit_code"])
     spawn, guard, verifier_path, solution_path, tests_path = _load_judge(config, channel)
     timings = {"ready": time.monotonic() - channel.started, "cpu_ready": time.process_time()}
     real_exit = trap_exits()
@@ -317,6 +344,8 @@ def main():
         valid = isinstance(score, float) and math.isfinite(score) and -1e-6 <= score <= 1 + 1e-6
         result["exit_code"] = (0 if result.get("passed") else 1) if valid else 2
     result["in_play"] = channel.in_play
+    if config.get("left_out"):
+        result["left_out"] = config["left_out"]
     import deepgym_clock  # imported by now (the verifier ran under its timer)
 
     if deepgym_clock.STARVED and result["kind"] == "verdict" and not result.get("passed"):

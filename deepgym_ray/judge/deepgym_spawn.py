@@ -132,6 +132,13 @@ def worker_program(python):
     return program
 
 
+def compile_worker():
+    """Compile the solution processes' program now (it is kept): a session's runner does so
+    before it moves into the copy of the agent's work, where the guard would take the judge's
+    own files, compiled by their plain names, for the agent's."""
+    worker_program(STATE["launch"].get("python") or _default_python())
+
+
 def spawn(config, cwd, extra_env, pipes):
     """Start a solution process with the provider's isolation; returns the Popen."""
     launch = STATE["launch"]

@@ -288,6 +288,9 @@ def _from_final(final: dict[str, Any], outcome: CommandResult,
                 sandbox_id: str | None) -> RunResult:
     kind = final.get("kind")
     details = _as_text(final.get("details"))
+    left_out = final.get("left_out")  # what a session's copy of the work did not hold
+    if isinstance(left_out, str):
+        details = "\n".join(filter(None, (details, f"[{_as_text(left_out)}]")))
     if kind == "verifier_failed":
         raise VerifierError(f"the verifier could not judge: {details}", sandbox_id=sandbox_id,
                             in_play=bool(final.get("in_play")))

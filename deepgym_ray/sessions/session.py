@@ -40,7 +40,6 @@ from deepgym_ray.sandboxes.base import CancelSignal, Sandbox, SandboxProvider
 from deepgym_ray.sessions.rules import agent_exhausted, failure_result, record_episode
 from deepgym_ray.sessions.shapes import Action, Observation, Trajectory, TrajectoryStep
 from deepgym_ray.sessions.steps import (
-    LINKS_OUT_REQUEST,
     MISSING_TOOLS,
     StepRefused,
     action_request,
@@ -202,7 +201,6 @@ class Session:
     def _step_reward(self) -> float | None:
         """The step verifier's score of the work directory now (None without a verdict)."""
         try:
-            self._run(LINKS_OUT_REQUEST, LINKS_OUT_REQUEST["timeout"])  # as before score()
             result = judge_work_dir(self.provider, self.sandbox, self.env, step=True,
                                     cancel=self._cancel)
         except Exception as exc:  # noqa: BLE001 - a step without a reward, not an ended episode
@@ -219,10 +217,8 @@ class Session:
                     raise SessionStateError("call start() before score()")
                 self.done = True
                 try:
-                    if self._acted:  # no link of the agent's may lead the verifier out
-                        self._run(LINKS_OUT_REQUEST, LINKS_OUT_REQUEST["timeout"])
                     self.result = judge_work_dir(self.provider, self.sandbox, self.env,
-                                                 cancel=self._cancel)
+                                                 acted=self._acted, cancel=self._cancel)
                 except BaseException as exc:
                     if not self._acted:  # nothing of the agent's to judge: not its 0
                         self._end_without_verdict(exc)

@@ -25,7 +25,7 @@ from deepgym_ray.judge import STEP
 from deepgym_ray.sandboxes.base import CancelSignal, Sandbox, SandboxProvider
 from deepgym_ray.sessions.shapes import Action
 
-__all__ = ["LINKS_OUT_REQUEST", "MAX_COMMAND", "STEP", "StepRefused", "action_request",
+__all__ = ["MAX_COMMAND", "STEP", "StepRefused", "action_request",
            "observation_text", "run_request"]
 
 # The step program's own start and cleanup, beyond the command's limit.
@@ -42,21 +42,6 @@ _WRITE = ("import os,sys\n"
           "data=sys.stdin.buffer.read()\n"
           "with open(p,'wb') as f: f.write(data)\n"
           "print(f'wrote {len(data)} bytes to {p}')\n")
-
-
-# Run as the agent before the verifier: removes every link that leads out of the work
-# directory (a verifier reading a file of the agent's as data must never read through one to
-# a file of its own). Nothing of the agent's runs then (its processes end with each step).
-_UNLINK_OUT = ("import os\n"
-               "top=os.path.realpath('.')\n"
-               "for d,dirs,files in os.walk('.'):\n"
-               " for n in dirs+files:\n"
-               "  p=os.path.join(d,n)\n"
-               "  if os.path.islink(p):\n"
-               "   r=os.path.realpath(p)\n"
-               "   if r!=top and not r.startswith(top+os.sep):\n"
-               "    os.unlink(p)\n")
-LINKS_OUT_REQUEST = {"argv": ["python3", "-I", "-S", "-c", _UNLINK_OUT], "timeout": 60.0}
 
 
 class StepRefused(ValueError):

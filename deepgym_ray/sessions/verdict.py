@@ -2,9 +2,15 @@
 answer's run gives the solution's file.
 
 The verifier runs as it does for one answer (the runner's process, its result over the token
-channel, the solution's code kept out of it): ``verify(work_dir)`` reads the agent's files, and
-calls the agent's code only through ``load_solution`` / ``run_solution``, which run it as the
-agent's user. The moment it first opens or lists anything in the directory dates the answer's
+channel, the solution's code kept out of it), on a copy of the agent's work directory that the
+runner makes before any verifier code runs (``deepgym_workcopy``: regular files and directories
+read through descriptors beneath the directory, no link, no entry the agent could make mean
+something else to the verifier; a tree over its bounds is the agent's 0). ``verify(work_dir)``
+gets the copy, which is also its current directory, so relative paths mean the agent's files;
+the verifier's own files are reachable only by the paths the runtime hands it. It calls the
+agent's code only through ``load_solution`` / ``run_solution``, which run it as the agent's
+user, in the agent's directory. The moment it first opens or lists a path under the work
+directory (as it names it, not where a link would lead), or fails on one, dates the answer's
 coming into play: a failure before it has no verdict, after it is the agent's 0.
 
 Example:
@@ -42,10 +48,13 @@ def session_files(env: Environment) -> dict[str, bytes]:
 
 
 def judge_work_dir(provider: SandboxProvider, sandbox: Sandbox, env: Environment, *,
-                   step: bool = False, cancel: CancelSignal | None = None) -> RunResult:
+                   step: bool = False, acted: bool = True,
+                   cancel: CancelSignal | None = None) -> RunResult:
     """The verifier's (``step``: the step verifier's) judgement of the agent's work directory
     in ``sandbox``. Raises as :func:`~deepgym_ray.scoring.judging.interpret` does when nothing
-    was judged (``VerifierError`` says whether the verifier had read the directory)."""
+    was judged (``VerifierError`` says whether the verifier had read the directory).
+    ``acted``: whether the agent has acted; a work directory that cannot be copied is then its
+    judged 0, before that the environment's error (no verdict)."""
     source = env.multi_turn.step_verifier if step and env.multi_turn else env.verifier_source()
     token = secrets.token_hex(16)
     launch = provider.solution_launch(sandbox)
@@ -59,6 +68,7 @@ def judge_work_dir(provider: SandboxProvider, sandbox: Sandbox, env: Environment
         "case_timeout": env.case_timeout,
         "shape": verifier_shape(source or ""),
         **launch,
+        "work_copy": {"from": launch["solution_dir"], "acted": acted},
     }
     stdin = (json.dumps(config) + "\n").encode("utf-8")
     outcome = run_runner(provider, sandbox, env, stdin, cancel)  # RunCancelledError if given up

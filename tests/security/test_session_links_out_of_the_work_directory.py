@@ -1,7 +1,7 @@
 """An agent makes its answer a link out of its work directory: to where the verifier's files
 and test cases may be (they hold the secret), to a file of its own elsewhere, through a linked
-directory. Before the verifier runs, every link that leads out of the work directory is
-removed, so the verifier reading the answer as data never reads through one."""
+directory. The verifier reads a copy of the work directory that holds no link (a link to a file
+of the tree becomes a copy of it, any other is left out), so it never reads through one."""
 
 from session_attacks import bash, session_attack_tests
 

@@ -9,7 +9,9 @@ stdin ends, the agent exits, and the container stops with everything in it.
 
 Three users: the agent and its solution zygote are root; each judge runner is forked from the
 agent (its judge modules are imported once, like the local runner fork server) and drops to the
-*verifier* uid, keeping only CAP_KILL (so it can kill solution processes it started); solution
+*verifier* uid, keeping only CAP_KILL (so it can kill solution processes it started; a session
+verifier's runner also CAP_DAC_READ_SEARCH, to copy the agent's work directory whatever modes the
+agent left, given up before any verifier code runs: ``deepgym_workcopy``); solution
 processes are forked by the zygote and drop to the *solution* uid. The verifier's files live in a
 directory only the verifier uid can enter; the judge's own files are root's, readable by the
 verifier uid alone. After every run the agent kills every process of both uids, proves none is
@@ -199,8 +201,11 @@ class Agent:
         self.prepare(work, sol, dict(zip(names, blobs[1:], strict=True)),
                      fresh=request.get("fresh", True))
         stdin = blobs[0]
-        token = _token(stdin)
-        pid, fds = self.fork_run(request, work, stdin)
+        config = _config(stdin)
+        token = None if config.get("token") is None else str(config["token"])
+        # A session verifier's runner first copies the agent's work directory, which it must
+        # read whatever modes the agent left (then gives the right up).
+        pid, fds = self.fork_run(request, work, stdin, keep_read=bool(config.get("work_copy")))
         out = self.collect(pid, fds, stdin, float(request["timeout"]), token)
         exit_code, timed_out, cancelled, stdout, stderr, in_play = out
         unclean = self.cleanup(work, sol, keep)
@@ -237,7 +242,7 @@ class Agent:
         os.chown(sol, s, v)
         os.chmod(sol, 0o770)
 
-    def fork_run(self, request, work, stdin):
+    def fork_run(self, request, work, stdin, keep_read=False):
         pipes = [os.pipe(), os.pipe(), os.pipe()]
         pid = os.fork()
         if pid == 0:
@@ -250,7 +255,7 @@ class Agent:
                 os.chdir(work)
                 os.environ.clear()
                 os.environ.update(request.get("env") or {})
-                cleanup.drop_to(self.verifier_uid, keep_kill=True)
+                cleanup.drop_to(self.verifier_uid, keep_kill=True, keep_read=keep_read)
                 argv = request.get("argv")
                 if argv:
                     os.execvp(argv[0], argv)
@@ -376,11 +381,15 @@ class Agent:
         return True
 
 
-def _token(stdin):
+def _config(stdin):
+    """The runner's config (its stdin's first line), or {}."""
     try:
-        return str(json.loads(stdin.split(b"\n", 1)[0])["token"])
-    except (ValueError, KeyError, TypeError):
-        return None
+        config = json.loads(stdin.split(b"\n", 1)[0])
+    except ValueError:
+        return {}
+    return config if isinstance(config, dict) else {}
+
+
 
 
 def _killpg(pid):

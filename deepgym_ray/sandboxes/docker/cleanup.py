@@ -17,7 +17,7 @@ try:  # in the container, shipped beside this file as a top-level module
 except ImportError:  # on the host
     from deepgym_ray.sandboxes.removal import remove_tree
 
-CAP_KILL, PR_SET_KEEPCAPS = 5, 8
+CAP_DAC_READ_SEARCH, CAP_KILL, PR_SET_KEEPCAPS = 2, 5, 8
 
 
 def oom_adjust(value):
@@ -28,9 +28,11 @@ def oom_adjust(value):
         pass
 
 
-def drop_to(uid, keep_kill):
+def drop_to(uid, keep_kill, keep_read=False):
     """Become ``uid`` for good, keeping CAP_KILL when asked (the runner must kill the
-    solution processes it started, which run as another uid)."""
+    solution processes it started, which run as another uid), and CAP_DAC_READ_SEARCH with
+    ``keep_read`` (a session verifier's runner copies the agent's work directory with it, then
+    gives it up)."""
     import ctypes
 
     libc = ctypes.CDLL(None, use_errno=True)
@@ -48,7 +50,8 @@ def drop_to(uid, keep_kill):
                         ("inheritable", ctypes.c_uint32)]
 
         data = (Data * 2)()
-        data[0].effective = data[0].permitted = 1 << CAP_KILL
+        data[0].effective = data[0].permitted = \
+            1 << CAP_KILL | (1 << CAP_DAC_READ_SEARCH if keep_read else 0)
         if libc.capset(ctypes.byref(Header(0x20080522, 0)), data) != 0:
             os._exit(124)
         libc.prctl(PR_SET_KEEPCAPS, 0, 0, 0, 0)

@@ -38,8 +38,10 @@ OWNER_LABEL = "deepgym.owner"
 INSTANCE_LABEL = "deepgym.instance"  # which provider made it (see DockerProvider.instance)
 PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 # What the agent needs as root: own files and directories, become the two uids, kill their
-# processes. Nothing else (no raw sockets, no mounts, no ptrace, no IPC override).
-AGENT_CAPS = ["CHOWN", "DAC_OVERRIDE", "FOWNER", "SETUID", "SETGID", "KILL"]
+# processes, and let a session verifier's runner read the agent's whole work directory for the
+# copy it judges (the runner gives that up before any verifier code runs: deepgym_workcopy).
+# Nothing else (no raw sockets, no mounts, no ptrace, no IPC override).
+AGENT_CAPS = ["CHOWN", "DAC_OVERRIDE", "DAC_READ_SEARCH", "FOWNER", "SETUID", "SETGID", "KILL"]
 # Time the agent gets, once told to cancel a run, to kill it, clean up and answer.
 CANCEL_GRACE = 20.0
 _AGENT_SOURCE = open(agent.__file__, "rb").read()  # noqa: SIM115 - read once at import
@@ -88,11 +90,16 @@ class WarmContainer:
         name = f"deepgym-{os.getpid()}-{secrets.token_hex(4)}"
         uids = (_fresh_uid(), _fresh_uid())
         tmpfs = f"size={settings.tmpfs_mb}m,nr_inodes={settings.tmpfs_files}"
+        # The verifier's own: room for a session verifier's copy of the agent's work (which
+        # fills at most the work area above) beside the verifier's files, whatever the agent
+        # left.
+        run_tmpfs = f"size={2 * settings.tmpfs_mb}m,nr_inodes={2 * settings.tmpfs_files}"
         host_config = api.create_host_config(
             init=True, network_mode="none", mem_limit=f"{settings.memory_mb}m",
             memswap_limit=f"{settings.memory_mb}m", pids_limit=settings.pids_limit,
             nano_cpus=int(settings.cpus * 1e9), read_only=settings.read_only,
-            tmpfs={"/deepgym": tmpfs, "/tmp": tmpfs}, cap_drop=["ALL"], cap_add=AGENT_CAPS,
+            tmpfs={"/deepgym": tmpfs, agent.RUN: run_tmpfs, "/tmp": tmpfs},
+            cap_drop=["ALL"], cap_add=AGENT_CAPS,
             security_opt=["no-new-privileges"], shm_size=64 << 20)
         created = api.create_container(
             image, command=["python3", "-I", "-S", "-B", "-c", agent.BOOT], name=name,
