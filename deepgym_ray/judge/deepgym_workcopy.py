@@ -23,8 +23,10 @@ resolved. Of what else the agent left:
 
 Every cost the agent controls is bounded by its own limits: entries and bytes by the capacity
 of the file system its directory is on (its work area: the most the agent could have written),
-depth by :data:`MAX_DEPTH`, a path's length by :data:`MAX_PATH`. A tree over a bound, and a copy
-that fails, is refused (:class:`CopyRefused`): after the agent acted, that is its judged 0.
+depth by :data:`MAX_DEPTH`, a path's length by :data:`MAX_PATH`. A tree over a bound is refused
+(:class:`CopyRefused`): after the agent acted, that is its judged 0. Nothing else of the
+agent's can fail the copy (what it cannot read, or should not follow, is left out), so a copy
+that fails otherwise failed on our side (the runner's disk, its rights): no verdict.
 
 Example (what the runner does with a session's config):
     report = copy_tree("/tmp/run-1/work", "/tmp/deepgym-run-1/agent-work")
@@ -237,8 +239,10 @@ def take_copy(spec, workdir):
     could not read otherwise (a Docker runner keeps CAP_DAC_READ_SEARCH for the copy alone).
 
     Returns (the copy's path, its report's note or None, None), or (None, None, the final
-    result dict) when the copy was refused: the agent's judged 0 once it has acted
-    (``spec["acted"]``), before that the environment's error (no verdict).
+    result dict) when there is no copy to judge: a tree over its bounds is the agent's judged 0
+    once it has acted (``spec["acted"]``), before that the environment's error; a copy that
+    failed otherwise failed on our side (nothing the agent controls is left unbounded or
+    unhandled above): no verdict.
     """
     target = os.path.join(workdir, COPY_NAME)
     try:
@@ -246,21 +250,22 @@ def take_copy(spec, workdir):
         report = copy_tree(spec["from"], target)
     except (CopyRefused, OSError) as exc:
         _remove(target)
-        return None, None, _refused(exc, bool(spec.get("acted", True)))
+        acted = isinstance(exc, CopyRefused) and spec.get("acted", True)
+        return None, None, _no_copy(exc, acted)
     finally:
         drop_read_rights()
     return target, report.note(), None
 
 
-def _refused(exc, acted):
-    what = str(exc) if isinstance(exc, CopyRefused) else f"copying it failed: {exc}"
-    if acted:
+def _no_copy(exc, agents_zero):
+    if agents_zero:
         return {"kind": "verdict", "exit_code": 1, "error_type": "policy_sandbox_failure",
                 "score": 0.0, "passed": False, "in_play": True,
-                "details": f"the agent's work directory was not judged: {what}"}
+                "details": f"the agent's work directory was not judged: {exc}"}
     return {"kind": "verifier_failed", "exit_code": 2, "error_type": "verifier_error",
             "score": 0.0, "passed": False, "in_play": False,
-            "details": f"the work directory, before the agent acted, cannot be judged: {what}"}
+            "details": f"the agent's work directory could not be copied for the verifier: "
+                       f"{type(exc).__name__}: {exc}"}
 
 
 def _remove(path):

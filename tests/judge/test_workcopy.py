@@ -202,3 +202,32 @@ def test_take_copy_replaces_an_old_copy_and_dates_a_refusal_by_whether_the_agent
     assert not (runner / COPY_NAME).exists()  # nothing half-copied is left
     _, _, before = take_copy({"from": str(source), "acted": False}, str(runner))
     assert before["kind"] == "verifier_failed" and not before["in_play"]
+
+
+def test_a_copy_that_fails_on_the_judges_side_has_no_verdict(tmp_path):
+    # Nothing of the agent's is left unbounded, so a failure beyond the bounds is ours: here
+    # the runner's own directory is read-only to it.
+    tree(tmp_path / "work", {"answer.txt": "42"})
+    (tmp_path / "runner").mkdir(mode=0o555)
+    tmp_path.chmod(0o755)
+    pid = os.fork()
+    if pid == 0:  # as a runner that is not root (root writes anywhere)
+        os._exit(_failed_copy_kind(tmp_path))
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 2  # "verifier_failed", not in play
+
+
+def _failed_copy_kind(where):
+    import ctypes  # noqa: F401 - imported while the interpreter's own folder can be read
+    import shutil  # noqa: F401
+
+    try:
+        os.chdir(where)  # (its parents are root's alone)
+        os.setgroups([])
+        os.setgid(65534)
+        os.setuid(65534)
+        _, _, refused = take_copy({"from": "work", "acted": True}, "runner")
+        return 2 if refused and refused["kind"] == "verifier_failed" \
+            and not refused["in_play"] else 1
+    except BaseException:  # noqa: B036 - reported by the exit code
+        return 3
