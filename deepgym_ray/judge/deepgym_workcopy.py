@@ -137,6 +137,9 @@ def _copy_dir(src, dst, prefix, depth, report):
             found = os.stat(name, dir_fd=src, follow_symlinks=False)
         except FileNotFoundError:
             continue
+        except PermissionError:  # a folder that can be listed but not searched
+            report.leave_out(path, "an entry the judge cannot read")
+            continue
         if stat.S_ISDIR(found.st_mode):
             _copy_subdir(src, dst, name, path, depth, report)
         elif stat.S_ISREG(found.st_mode):

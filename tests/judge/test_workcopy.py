@@ -154,9 +154,11 @@ def test_what_the_copier_cannot_read_is_left_out_and_named(tmp_path):
     # As a runner without the rights to read everything would meet it (a mode 0o001 folder, a
     # file of mode 000 not its own).
     source = tmp_path / "work"
-    tree(source, {"ok.txt": "fine", "hidden/x.txt": "x", "locked.txt": "secret"})
+    tree(source, {"ok.txt": "fine", "hidden/x.txt": "x", "locked.txt": "secret",
+                  "listed/y.txt": "y"})
     (source / "hidden").chmod(0o001)
     (source / "locked.txt").chmod(0o000)
+    (source / "listed").chmod(0o444)  # its names can be read, nothing beneath them
     (tmp_path / "out").mkdir()
     os.chown(tmp_path / "out", 65534, 65534)
     tmp_path.chmod(0o755)
@@ -180,8 +182,10 @@ def test_what_the_copier_cannot_read_is_left_out_and_named(tmp_path):
     os.waitpid(pid, 0)
     assert sorted(map(tuple, left_out)) == [
         ("hidden/", "a directory the judge cannot read"),
+        ("listed/y.txt", "an entry the judge cannot read"),
         ("locked.txt", "a file the judge cannot read")]
-    assert listing(tmp_path / "out" / "copy") == {"ok.txt": ("file", "fine", 0o644)}
+    assert listing(tmp_path / "out" / "copy") == {"ok.txt": ("file", "fine", 0o644),
+                                                  "listed": ("dir",)}
 
 
 def test_take_copy_replaces_an_old_copy_and_dates_a_refusal_by_whether_the_agent_acted(
