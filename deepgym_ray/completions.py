@@ -127,12 +127,34 @@ def answer_text(completion: Any, index: int | None = None) -> str:
     raise ValueError(f"{label} has no assistant turn (roles seen: {seen})")
 
 
+# The longest text one of SPECIAL_TOKEN_PATTERNS matches ("<|" + 40 characters + "|>").
+_LONGEST_DEFAULT = 44
+
+
 @lru_cache(maxsize=64)
-def _special_run(tokens: tuple[str, ...]) -> tuple[re.Pattern[str], re.Pattern[str]]:
-    """Patterns for a run of special tokens (and whitespace) at the start and at the end."""
+def _special_run(tokens: tuple[str, ...]) -> tuple[re.Pattern[str], re.Pattern[str], int]:
+    """A pattern for a run of special tokens (and whitespace) at the start, one for a single
+    token at the end, and the longest text a token can be."""
     literal = "|".join(re.escape(t) for t in sorted(set(tokens), key=len, reverse=True) if t)
     one = _DEFAULT_SPECIAL + (f"|{literal}" if literal else "")
-    return (re.compile(rf"\A(?:\s*(?:{one}))+"), re.compile(rf"(?:(?:{one})\s*)+\Z"))
+    longest = max([_LONGEST_DEFAULT, *(len(t) for t in tokens)])
+    return re.compile(rf"\A(?:\s*(?:{one}))+"), re.compile(rf"(?:{one})\Z"), longest
+
+
+def _strip_end_run(text: str, one_at_end: re.Pattern[str], longest: int) -> str:
+    """``text`` without the run of special tokens (and the whitespace between and after them)
+    at its end, taken token by token from the end, each looked for only in the last
+    ``longest`` characters: linear in the text. (One search for the whole run took time
+    quadratic in a run that stops short of the end: half a megabyte of ``<|a|>`` before a
+    last ``>`` held its caller for hours.)"""
+    cut = end = len(text)
+    while True:
+        while end and text[end - 1].isspace():  # what \s matches
+            end -= 1
+        match = one_at_end.search(text, max(0, end - longest), end)
+        if match is None:
+            return text[:cut]
+        cut = end = match.start()
 
 
 def strip_special_tokens(text: str, special_tokens: Sequence[str] = ()) -> str:
@@ -144,7 +166,8 @@ def strip_special_tokens(text: str, special_tokens: Sequence[str] = ()) -> str:
     """
     # (Cheap checks first: this runs on every completion, nearly always with no token.)
     if special_tokens or text.rstrip().endswith(">"):
-        text = _special_run(tuple(special_tokens))[1].sub("", text, count=1)
+        _, one_at_end, longest = _special_run(tuple(special_tokens))
+        text = _strip_end_run(text, one_at_end, longest)
     if special_tokens or text.lstrip().startswith("<"):
         text = _special_run(tuple(special_tokens))[0].sub("", text, count=1)
     return text

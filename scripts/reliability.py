@@ -59,7 +59,7 @@ class Row:
             return "held where it ran; " + missed[0]
         if self.kind == "attack" and set(self.outcomes) == {"batch"}:
             return BATCH_ONLY
-        if self.kind == "attack" and set(self.outcomes) != {"alone", "batch"}:
+        if self.kind == "attack" and set(self.outcomes) < {"alone", "batch"}:
             return "held " + "/".join(self.outcomes) + " (the other way was not run)"
         return "held"
 
@@ -77,8 +77,10 @@ def run_pytest(junit: Path, e2e: bool, extra: list[str]) -> int:
     return subprocess.run(command + extra, cwd=ROOT).returncode
 
 
-def attack_tags(path: Path) -> str:
-    """The tags the attack file declares (its ATTACK, or its TAGS), read by importing it."""
+def attack_info(path: Path) -> tuple[str, str | None]:
+    """The tags the attack file declares (its ATTACK, or its TAGS), and the provider it runs
+    on when it declares one (``PROVIDER``: an attack on a surface other than a sandbox, such
+    as the HTTP service, whose tests are not parametrized by provider), read by importing it."""
     for folder in (SECURITY.parent, SECURITY):  # as conftest.py puts them: the shared helpers
         if str(folder) not in sys.path:
             sys.path.insert(0, str(folder))
@@ -87,9 +89,10 @@ def attack_tags(path: Path) -> str:
     try:
         spec.loader.exec_module(module)
     except Exception as exc:  # the report still lists it, with why its tags are unknown
-        return f"(cannot import: {type(exc).__name__})"
+        return f"(cannot import: {type(exc).__name__})", None
     attack = getattr(module, "ATTACK", None)  # a repository-task attack declares TAGS only
-    return ", ".join(attack.tags if attack is not None else getattr(module, "TAGS", ()))
+    tags = ", ".join(attack.tags if attack is not None else getattr(module, "TAGS", ()))
+    return tags, getattr(module, "PROVIDER", None)
 
 
 def _reason(element: ET.Element) -> str:
@@ -103,6 +106,7 @@ def _reason(element: ET.Element) -> str:
 
 def read_report(junit: Path) -> list[Row]:
     rows: dict[tuple[str, str], Row] = {}
+    infos: dict[Path, tuple[str, str | None]] = {}  # an attack file's tags and provider
     for case in ET.parse(junit).getroot().iter("testcase"):
         classname = case.get("classname", "")
         module = classname.split(".")[-1]
@@ -119,14 +123,17 @@ def read_report(junit: Path) -> list[Row]:
         kind = "attack" if folder_name == "security" else "fault"
         folder = SECURITY if kind == "attack" else FAULTS
         rel = (folder / f"{module}.py").relative_to(ROOT)
-        provider = param if kind == "attack" else "local"
+        if kind == "attack" and folder / f"{module}.py" not in infos:
+            infos[folder / f"{module}.py"] = attack_info(folder / f"{module}.py")
+        tags, declared = infos.get(folder / f"{module}.py", ("fault", None))
+        # A battery attack's parameter is its provider; a surface attack names its own.
+        provider = (declared or param) if kind == "attack" else "local"
         label = module.removeprefix("test_") if kind == "attack" else (
             f"{module.removeprefix('test_')}: {base.removeprefix('test_')}"
             + (f" [{param}]" if param else ""))
         key = (label, provider)
         row = rows.get(key)
         if row is None:
-            tags = attack_tags(folder / f"{module}.py") if kind == "attack" else "fault"
             row = rows[key] = Row(kind, label, str(rel), provider, tags)
         row.node_ids.append(f"{rel}::{name}")
         way = base.removeprefix("test_").replace("in_batch", "batch")
@@ -172,7 +179,11 @@ def render(rows: list[Row], junit_source: str) -> str:
         "right answer still scored 1.0), every right answer beside it scored 1.0, and the host "
         "was clean (no process of the run's sandbox uid, none of its directories, none of the "
         "files it tried to drop). Each fault (`tests/faults/`) is held when every input got "
-        "exactly one result, no right answer was judged 0 and no wrong one passed.",
+        "exactly one result, no right answer was judged 0 and no wrong one passed. An attack on a "
+        "surface other than a sandbox (`test_http_*`: the HTTP service's episodes; the lm-eval "
+        "filter's and `score_dataset`'s rows) is one row, on the provider its pool runs: held "
+        "when every test of it held (the hostile client got a 4xx naming its mistake, no "
+        "traceback, and no other client's episode or row changed).",
         "",
         f"Totals: {len(rows)} rows, {len(held)} held, {len(batch_only)} held in the batch "
         f"(which their provider runs them in only), {len(broken)} BROKEN, "

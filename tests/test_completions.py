@@ -181,3 +181,22 @@ def test_a_repository_task_takes_its_answer_from_its_own_language():
     assert completion_to_code(text, languages=shell.answer_languages) == "pytest\n"
     assert completion_to_code(text, languages=plain.answer_languages) == "print(1)\n"
     assert extract_code("no fences", languages=("diff",)) == "no fences"
+
+
+def test_the_end_run_is_stripped_as_its_one_pattern_says():
+    """What leaves the end of an answer is the run one regular expression describes (tokens,
+    and the whitespace between and after them); its search took time quadratic in a long run
+    that stops short of the end, so the code walks back token by token. The two agree on
+    every mix of tokens, look-alikes and whitespace of up to four pieces."""
+    import itertools
+    import re
+
+    from deepgym_ray.completions import SPECIAL_TOKEN_PATTERNS, strip_special_tokens
+
+    one = "|".join(f"(?:{p})" for p in (*SPECIAL_TOKEN_PATTERNS, re.escape("[EOT]")))
+    rule = re.compile(rf"(?:(?:{one})\s*)+\Z")
+    pieces = ["<|im_end|>", "</s>", "[EOT]", " ", "\n", "\u00a0", "x", ">", "<|", "|>"]
+    for n in range(5):
+        for combo in itertools.product(pieces, repeat=n):
+            text = "code" + "".join(combo)
+            assert strip_special_tokens(text, ["[EOT]"]) == rule.sub("", text, count=1), text

@@ -37,6 +37,9 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     parser.add_argument("--tokenizer", metavar="PATH",
                         help="the model's tokenizer (a local folder): its special tokens are "
                              "dropped around each response, besides the common ones")
+    parser.add_argument("--max-body-mb", type=int, default=64, metavar="N",
+                        help="largest request body taken, in MiB; a larger one is HTTP 413 "
+                             "(default 64)")
     parser.add_argument("-v", "--verbose", action="count", default=0, help="log more")
     return parser
 
@@ -63,7 +66,7 @@ def run(args: argparse.Namespace) -> int:
                                  no_verdict_score=args.no_verdict_score,
                                  max_batch_size=args.max_batch_size,
                                  max_parallel=args.max_parallel,
-                                 tokenizer=args.tokenizer)
+                                 tokenizer=args.tokenizer, max_body_mb=args.max_body_mb)
         _check_sources(settings)
     except ValidationError as exc:
         raise BadInput(f"invalid serve settings: {describe_errors(exc)}") from None

@@ -143,6 +143,12 @@ class DeepGymFilter(_Filter):
     ``DEEPGYM_CONFIG`` sets for lm-eval's command line);
     ``max_parallel``: runs in flight. A response becomes ``{"score", "passed", "has_verdict",
     "error_type"}`` (score and passed are None without a verdict).
+
+    A response is read as any completion is (:mod:`deepgym_ray.completions`): a string, None
+    (no answer: its judged 0) or a conversation (its last assistant turn). One that is no
+    completion (a number, bytes, a list of numbers) or a conversation with no answer gets no
+    verdict (``runtime_error``, logged with its document's index), never a 0 for the model and
+    never a failed task; the other responses are scored as usual.
     """
 
     def __init__(self, task: str | None = None, environments: str | None = None,
@@ -166,33 +172,51 @@ class DeepGymFilter(_Filter):
 
     def apply(self, resps: Sequence[Sequence[Any]], docs: Sequence[Mapping[str, Any]]
               ) -> list[list[dict[str, Any]]]:
-        from deepgym_ray.completions import completion_to_code
+        from deepgym_ray.completions import extract_code
+        from deepgym_ray.exceptions import error_type_for
         from deepgym_ray.suites import sample_to_task
 
         by_name = self._by_name()
         envs: list[Environment] = []
         codes: list[str] = []
-        shape: list[int] = []
-        for doc, responses in zip(docs, resps, strict=True):
+        verdicts: list[list[RunResult | None]] = []  # None: scored below, in this order
+        for d, (doc, responses) in enumerate(zip(docs, resps, strict=True)):
             env = by_name.get(doc["env_name"])
             if env is None:
                 raise ValueError(f"document for {doc['env_name']!r}: no such environment in "
                                  f"{self.task or self.environments!r}")
-            shape.append(len(responses))
-            for response in responses:
-                text = response if isinstance(response, str) else str(response)
+            verdicts.append([])
+            for r, response in enumerate(responses):
+                try:
+                    text = _response_text(response, f"document {d}, response {r}")
+                except (TypeError, ValueError) as exc:  # ours, not the model's: no verdict
+                    logger.warning("deepgym: not scored: %s", exc)
+                    verdicts[-1].append(RunResult(error_type=error_type_for(exc),
+                                                  env_name=env.name, details=str(exc)))
+                    continue
                 native = sample_to_task(env.name, text) if doc.get("native") else None
-                codes.append(native[1] if native is not None else completion_to_code(
+                codes.append(native[1] if native is not None else extract_code(
                     text, languages=env.answer_languages))
                 envs.append(env)
-        logger.info("deepgym: scoring %d generations of %d documents", len(codes), len(shape))
-        results = _client(self.config).score_code(envs, codes, self.max_parallel) \
-            if codes else []
-        out, start = [], 0
-        for count in shape:
-            out.append([_verdict(r) for r in results[start:start + count]])
-            start += count
-        return out
+                verdicts[-1].append(None)
+        logger.info("deepgym: scoring %d generations of %d documents", len(codes),
+                    len(verdicts))
+        results = iter(_client(self.config).score_code(envs, codes, self.max_parallel)
+                       if codes else [])
+        return [[_verdict(v if v is not None else next(results)) for v in row]
+                for row in verdicts]
+
+
+def _response_text(response: Any, where: str) -> str:
+    """The answer's text of one response (see :class:`DeepGymFilter`); TypeError or ValueError
+    naming ``where`` for one that is no completion or holds no answer."""
+    from deepgym_ray.completions import answer_text, check_completion
+
+    check_completion(response, where)
+    try:
+        return answer_text(response)
+    except ValueError as exc:  # a conversation with no assistant turn
+        raise ValueError(f"{where}: {exc}") from None
 
 
 def _verdict(result: RunResult) -> dict[str, Any]:

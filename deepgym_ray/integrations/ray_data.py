@@ -15,9 +15,16 @@ Columns added:
 - ``error_type`` (string, ``""`` when none);
 - ``details`` (string), with ``details=True``.
 
-A row that cannot be scored (its metadata names no environment, its completion has no code)
+A row that cannot be scored (its metadata names no environment, its completion is no
+completion at all - a number, bytes, a list of numbers - or a conversation with no answer)
 gets no verdict, an error type, and, with ``details=True``, why; the other rows are scored all
-the same.
+the same. A row whose answer is None is the model's judged 0.
+
+Arrow gives a column one type per block: a column that holds strings in some blocks and
+conversations (or numbers) in others cannot be put in one batch, and Ray Data fails the
+dataset with ``ArrowTypeError: Unable to merge`` before any row reaches the scorer; give the
+column one type first (``ds.map(...)``), or read the files with one schema. Within a block
+whose values Arrow keeps as Python objects, each row is taken as it is.
 
 Example:
     >>> import ray  # doctest: +SKIP
@@ -32,6 +39,7 @@ import math
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from deepgym_ray.completions import check_completion
 from deepgym_ray.config import DeepGymConfig, check_max_parallel
 from deepgym_ray.exceptions import error_type_for
 from deepgym_ray.models import Environment, RunResult
@@ -150,10 +158,17 @@ class _BatchScorer:
         for i in range(len(completions)):
             try:
                 env = self.env if rows is None else self.env.route_row(i, rows[i])
-                routed.append((i, env))
             except (TypeError, ValueError) as exc:
                 results[i] = RunResult(error_type=error_type_for(exc),
                                        details=f"not routed: {exc}")
+                continue
+            try:  # a value that is no completion is this row's error, not the batch's
+                check_completion(completions[i], f"row {i} of the batch: the completion")
+            except TypeError as exc:
+                results[i] = RunResult(error_type=error_type_for(exc), env_name=env.name,
+                                       details=f"not scored: {exc}")
+                continue
+            routed.append((i, env))
         if routed:
             scored = self.client.score_outputs([env for _, env in routed],
                                                [completions[i] for i, _ in routed],

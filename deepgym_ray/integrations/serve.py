@@ -23,6 +23,10 @@ Endpoints (one deployment, ``RewardService``):
   [...]}``; ``rewards`` follow the reward contract (null where there is no verdict).
 - ``GET /stats``: how requests were batched (``maps``, ``items``, ``batch_sizes``) and the
   no-verdict counts.
+- ``/v1/sessions``: agent episodes (:mod:`~deepgym_ray.integrations.serve_sessions`).
+
+A body larger than ``max_body_mb`` (``--max-body-mb``, default 64 MiB) is HTTP 413, refused
+before it is read; a body that is not JSON is HTTP 400.
 
 Every sample of every request goes through one ``serve.batch`` queue: concurrent single-sample
 requests leave it as one pool map of up to ``max_batch_size`` samples, so the pool is fed in

@@ -2,6 +2,11 @@
 
 Every sample of every request goes through one ``serve.batch`` queue, so concurrent
 single-sample requests reach the pool as one map of up to ``max_batch_size`` samples.
+
+A request body is read up to the settings' ``max_body_mb``: one announcing more (its
+``Content-Length``) is refused before any of it is read, one sent without a length as soon as
+it passes the limit (HTTP 413), so a client can make the service hold no more than one limit
+per request. A body that is not JSON (or nests deeper than the parser goes) is HTTP 400.
 """
 
 from __future__ import annotations
@@ -56,7 +61,32 @@ def _label_row(label: Any) -> dict[str, Any]:
 
 
 class BadRequest(ValueError):
-    """A request the service refuses with HTTP 400."""
+    """A request the service refuses with HTTP 400 (``status``: another 4xx)."""
+
+    def __init__(self, message: str, status: int = 400) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+async def read_json(request: Any, limit: int, empty: Any = None) -> Any:
+    """The request's body as JSON, read up to ``limit`` bytes (BadRequest 413 past it, 400
+    when it is not JSON); ``empty`` for a body of whitespace only (None: refused too)."""
+    too_large = BadRequest(f"the body is larger than this service takes "
+                           f"({limit / (1 << 20):g} MB); send less at once", 413)
+    announced = request.headers.get("content-length", "")
+    if announced.isdigit() and int(announced) > limit:
+        raise too_large
+    raw = bytearray()
+    async for chunk in request.stream():
+        raw += chunk
+        if len(raw) > limit:
+            raise too_large
+    if not raw.strip() and empty is not None:
+        return empty
+    try:
+        return json.loads(raw)
+    except (ValueError, RecursionError):  # RecursionError: nested deeper than the parser goes
+        raise BadRequest("the body is not JSON") from None
 
 
 def _as_list(value: Any, n: int, key: str) -> list[Any]:
@@ -107,6 +137,7 @@ class RewardService:
         from deepgym_ray.integrations.serve_sessions import SessionRoutes
 
         self.session_routes = SessionRoutes(self.scorer.client, self.scorer.env)
+        self.max_body = settings.max_body_bytes
         self._score_batch.set_max_batch_size(settings.max_batch_size)
         self._score_batch.set_batch_wait_timeout_s(settings.batch_wait_timeout_s)
 
@@ -170,14 +201,8 @@ class RewardService:
         """``/v1/sessions`` (see :mod:`~deepgym_ray.integrations.serve_sessions`)."""
         from starlette.responses import JSONResponse
 
-        try:
-            raw = await request.body()
-            body = json.loads(raw) if raw.strip() else {}
-        except ValueError:
-            return JSONResponse({"error": "the body is not JSON"}, 400)
-        loop = asyncio.get_running_loop()
-        status, answer = await loop.run_in_executor(
-            None, self.session_routes.handle, request.method, path, body)
+        body = await read_json(request, self.max_body, empty={})
+        status, answer = await self.session_routes.handle(request.method, path, body)
         return JSONResponse(answer, status)
 
     def stats(self) -> dict[str, Any]:
@@ -191,23 +216,20 @@ class RewardService:
         from starlette.responses import JSONResponse
 
         path = request.url.path.rstrip("/") or "/"
-        if path == "/v1/sessions" or path.startswith("/v1/sessions/"):
-            return await self._sessions(request, path)
         try:
+            if path == "/v1/sessions" or path.startswith("/v1/sessions/"):
+                return await self._sessions(request, path)
             if request.method == "GET" and path == "/stats":
                 return JSONResponse(self.stats())
             if request.method == "GET" and path == "/healthz":
                 return JSONResponse({"ok": True})
             if request.method != "POST" or path not in ("/", "/get_reward", "/score"):
                 return JSONResponse({"error": f"no endpoint {request.method} {path}"}, 404)
-            try:
-                body = await request.json()
-            except ValueError:
-                raise BadRequest("the body is not JSON") from None
+            body = await read_json(request, self.max_body)
             if not isinstance(body, dict):
                 raise BadRequest("the body must be a JSON object")
             if path == "/score":
                 return JSONResponse(await self.plain(body))
             return JSONResponse(await self.openrlhf(body))
         except BadRequest as exc:
-            return JSONResponse({"error": str(exc)}, 400)
+            return JSONResponse({"error": str(exc)}, exc.status)

@@ -21,7 +21,9 @@ class ServeSettings(BaseModel):
     """The service's settings (the ``serve`` command's options). ``start_timeout_s``: how long
     a start may take for Ray Serve's proxies and the service's replica to come up;
     ``tokenizer``: the model's tokenizer (a local folder), whose special tokens are dropped
-    around each response besides the common chat templates' ones."""
+    around each response besides the common chat templates' ones; ``max_body_mb``: the
+    largest request body taken, in MiB (a larger one is HTTP 413, refused before it is read:
+    an OpenRLHF batch of 1,000 answers of 32 kB is 32 MiB)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -36,6 +38,12 @@ class ServeSettings(BaseModel):
     max_parallel: int = Field(default=64, ge=1)
     start_timeout_s: float = Field(default=600.0, gt=0)
     tokenizer: str | None = None
+    max_body_mb: int = Field(default=64, ge=1)
+
+    @property
+    def max_body_bytes(self) -> int:
+        """``max_body_mb`` in bytes."""
+        return self.max_body_mb << 20
 
     @model_validator(mode="after")
     def _one_source(self) -> ServeSettings:

@@ -298,6 +298,22 @@ async def _session_call(method, url, body=None):
         return response.status, await response.json()
 
 
+def _announced_too_large(url: str, path: str) -> int:
+    """The status of a request announcing a 10 GB body (none of it sent)."""
+    import http.client
+    from urllib.parse import urlsplit
+
+    where = urlsplit(url)
+    connection = http.client.HTTPConnection(where.hostname, where.port, timeout=60)
+    try:
+        connection.putrequest("POST", path)
+        connection.putheader("Content-Length", str(10 << 30))
+        connection.endheaders()
+        return connection.getresponse().status
+    finally:
+        connection.close()
+
+
 def test_an_agent_episode_over_http(service):
     """``/v1/sessions`` on the running service: open, step, score, and the errors a client
     gets for a bad action, an unknown session and one that has ended. (Before the test that
@@ -325,6 +341,9 @@ def test_an_agent_episode_over_http(service):
     status, gone = asyncio.run(_session_call("POST", f"{base}/0.no-such-session/step",
                                              {"action_type": "done"}))
     assert status == 410 and gone["result"]["has_verdict"] is False
+    # What the actor raised reaches the client as its message, never as Ray's traceback.
+    assert "ray::" not in late["error"] + gone["error"] + gone["result"]["details"], (late, gone)
+    assert _announced_too_large(service.url, f"/v1/sessions/{sid}/step") == 413
     assert asyncio.run(_session_call("DELETE", f"{base}/0.no-such-session"))[0] == 404
     assert asyncio.run(_session_call("DELETE", f"{base}/x"))[0] == 404
 

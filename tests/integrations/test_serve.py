@@ -117,9 +117,32 @@ def test_a_service_whose_port_refuses_connections_stops_its_command():
 @pytest.mark.parametrize(("argv", "message"), [
     (["--no-verdict-score", "nan"], "no_verdict_score must be a finite number, got nan"),
     (["--port", "99999"], "port: Input should be less than or equal to 65535, got 99999"),
+    (["--max-body-mb", "0"], "max_body_mb: Input should be greater than or equal to 1, got 0"),
 ])
 def test_bad_serve_settings_are_one_plain_line(capsys, argv, message):
     assert main(["serve", "--env", "coin_change", *argv]) == 2
     err = capsys.readouterr().err
     assert f"invalid serve settings: {message}" in err
     assert "pydantic" not in err and len(err.strip().splitlines()) == 1
+
+
+def test_a_session_id_is_an_actors_ascii_index_and_an_id():
+    pytest.importorskip("ray.serve")
+    from deepgym_ray.integrations.serve_sessions import _address
+
+    assert _address("0.pool-abc") == (0, "pool-abc")
+    assert _address("01.pool-abc") == (1, "pool-abc")  # one session however it is spelled
+    for bad in ("\u00b2.abc", "\u0663.abc", "-1.abc", "x.abc", "0.", "abc", ".abc"):
+        with pytest.raises(KeyError, match="no session"):
+            _address(bad)
+
+
+def test_a_session_names_its_environment_never_a_folder_of_the_servers():
+    pytest.importorskip("ray.serve")
+    from deepgym_ray.envs.registry import MULTI_TURN_DIR
+    from deepgym_ray.integrations.serve_sessions import _named_environment
+
+    assert _named_environment("sales_report").name == "sales_report"
+    for path in ("/etc", "../../etc", "~", str(MULTI_TURN_DIR / "sales_report")):
+        with pytest.raises(ValueError, match="never a folder"):
+            _named_environment(path)
