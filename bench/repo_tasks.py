@@ -1,28 +1,42 @@
-"""Repository tasks on the Docker engine: what a patch run costs beyond its tests, and how runs
-in parallel compare with one at a time.
+"""Repository tasks on the Docker engine: what a patch run and a Terminal-Bench run cost beyond
+the commands that run the answer, and how runs in parallel compare with one at a time.
 
-1. Overhead: each SWE fixture task's gold patch, ``--runs`` times; for every run, its whole
-   time (``judge_patch``, from the first call to the container's removal) against the time of
-   its test command alone (the ``docker exec`` of the tests). The overhead is the difference
-   (target: <= 0.5 s).
+1. Overhead: each SWE fixture task's gold patch and each Terminal-Bench fixture task's reference
+   script, ``--runs`` times; for every run, its whole time (from the first call to the last
+   container's removal being handed off) against the time of the commands that run the answer
+   (a patch run's test command; a Terminal-Bench run's script and ``tests/test.sh``, each a
+   ``docker exec``). The overhead is the difference (a patch run's target: <= 0.5 s).
 2. Parallel: the 3 SWE and 3 Terminal-Bench fixture tasks plus 2 more SWE runs (8 runs) through
    one ``eval`` with 8 in flight, against the same 8 runs one at a time, in one process on
    threads (ratio: one at a time / parallel, on this machine's cores).
 3. Image builds: a fresh recipe asked for by the 8 parallel runs is built once (the build
    count of this process's builder).
 
+``--against-head`` measures only (1), for this working tree and for the tree of the last commit
+(``git archive HEAD``, imported in place of this one), alternating the two ``--rounds`` times in
+fresh processes so that the machine's load falls on both alike, and prints them side by side.
+
 Usage:
     python bench/repo_tasks.py [--runs 5] [--image deepgym/python:3-bookworm]
+    python bench/repo_tasks.py --against-head [--runs 3] [--rounds 3]
 """
 
 from __future__ import annotations
 
 import argparse
+import io
+import json
+import os
 import statistics
+import subprocess
+import sys
+import tarfile
+import tempfile
 import time
 import uuid
 from pathlib import Path
 
+import deepgym_ray
 from deepgym_ray.client import DeepGym
 from deepgym_ray.config import DeepGymConfig
 from deepgym_ray.images.build import BUILDS
@@ -31,55 +45,122 @@ from deepgym_ray.sandboxes.docker import task_container
 from deepgym_ray.suites.swebench import load_swebench
 from deepgym_ray.suites.terminal_bench import load_terminal_bench
 
-FIXTURES = Path(__file__).resolve().parents[1] / "tests" / "fixtures"
+ROOT = Path(__file__).resolve().parents[1]
+FIXTURES = ROOT / "tests" / "fixtures"
+# The commands that run the answer: a patch run's tests (as a user other than root), a
+# Terminal-Bench run's script and its tests.
+ANSWER_COMMANDS = ("/deepgym-run/solve.sh", "/tests/test.sh")
 
 
-class TestTimer:
-    """Records the duration of every command run as a non-root user (the tests)."""
+class AnswerTimer:
+    """Records the duration of every command that runs the answer (see ANSWER_COMMANDS)."""
 
     def __init__(self) -> None:
         self.durations: list[float] = []
         self._exec = task_container.TaskContainer.exec
         timer = self
 
-        def exec_(box, argv, *, user, timeout, workdir="/", environment=None):
+        def exec_(box, argv, *, user, timeout, workdir="/", environment=None, **more):
             result = timer._exec(box, argv, user=user, timeout=timeout, workdir=workdir,
-                                 environment=environment)
-            if user != "0":
+                                 environment=environment, **more)
+            if user != "0" or any(arg in ANSWER_COMMANDS for arg in argv):
                 timer.durations.append(result.duration)
             return result
 
         task_container.TaskContainer.exec = exec_
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--runs", type=int, default=5)
-    parser.add_argument("--image", default="deepgym/python:3-bookworm")
-    args = parser.parse_args()
+def overheads(client, envs, runs: int, timer: AnswerTimer) -> tuple[list[float], list[float]]:
+    """Each run's time beyond its answer's commands, and its whole time."""
+    beyond, whole = [], []
+    for _ in range(runs):
+        for env in envs:
+            timer.durations.clear()
+            started = time.perf_counter()
+            result = client.run(env, env.reference_solution)
+            took = time.perf_counter() - started
+            assert result.score == 1.0, result
+            beyond.append(took - sum(timer.durations))
+            whole.append(took)
+    return beyond, whole
 
+
+def measure(args) -> tuple[DeepGym, list, list, dict[str, list[float]]]:
     recipe = ImageRecipe.from_folder(FIXTURES / "swe" / "image", BASE_IMAGE=args.image)
     swe = load_swebench(FIXTURES / "swe" / "tasks.jsonl", recipe=recipe, timeout=120)
     terminal = load_terminal_bench(FIXTURES / "terminal_bench", BASE_IMAGE=args.image)
     client = DeepGym(config=DeepGymConfig(mode="docker", backend="threads",
                                           provider_options={"image": args.image}))
-    timer = TestTimer()
-    client.run(swe[0], swe[0].patch_task.gold_patch)  # the image built, the engine warm
+    timer = AnswerTimer()
+    for env in (swe[0], terminal[0]):  # the images built, the engine warm
+        client.run(env, env.reference_solution)
+    found = {}
+    found["patch"], found["patch whole"] = overheads(client, swe, args.runs, timer)
+    found["terminal"], found["terminal whole"] = overheads(client, terminal, args.runs, timer)
+    return client, swe, terminal, found
 
-    overheads = []
-    for _ in range(args.runs):
-        for env in swe:
-            timer.durations.clear()
-            started = time.perf_counter()
-            result = client.run(env, env.patch_task.gold_patch)
-            whole = time.perf_counter() - started
-            assert result.score == 1.0, result
-            overheads.append(whole - timer.durations[-1])
-    print(f"patch run overhead beyond the test command: median "
-          f"{statistics.median(overheads):.2f}s, best {min(overheads):.2f}s "
-          f"({len(overheads)} runs; target <= 0.5s)")
 
-    fresh = ImageRecipe(dockerfile=f"FROM {recipe.tag}\nLABEL bench={uuid.uuid4().hex}\n")
+def export_head(folder: str) -> None:
+    """The last commit's package, exported into ``folder`` (nothing in the repository
+    changes)."""
+    archive = subprocess.run(["git", "-C", str(ROOT), "archive", "HEAD", "deepgym_ray"],
+                             check=True, capture_output=True).stdout
+    with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
+        tar.extractall(folder, filter="data")
+
+
+def against_head(args) -> None:
+    with tempfile.TemporaryDirectory(prefix="deepgym-head-") as head:
+        export_head(head)
+        runs = _alternate(args, head)
+    print(f"{'median seconds (runs)':<28}{'HEAD':>14}{'working tree':>16}{'ratio':>8}")
+    for key in runs["HEAD"]:
+        before, after = (statistics.median(runs[k][key]) for k in ("HEAD", "working tree"))
+        print(f"{key:<28}{before:>9.2f} ({len(runs['HEAD'][key])}){after:>11.2f} "
+              f"({len(runs['working tree'][key])}){after / before:>7.2f}x")
+
+
+def _alternate(args, head: str) -> dict[str, dict[str, list[float]]]:
+    """The overheads of ``--rounds`` rounds, each measuring HEAD's package (in ``head``) and
+    then this tree's, in fresh processes."""
+    runs: dict[str, dict[str, list[float]]] = {"HEAD": {}, "working tree": {}}
+    for _ in range(args.rounds):
+        for label, path in (("HEAD", head), ("working tree", "")):
+            env = dict(os.environ, PYTHONPATH=path) if path else dict(os.environ)
+            out = subprocess.run([sys.executable, __file__, "--overheads-json", "--runs",
+                                  str(args.runs), "--image", args.image], env=env, check=True,
+                                 capture_output=True, text=True).stdout
+            found = json.loads(out.splitlines()[-1])
+            package = found.pop("package")[0]
+            assert package.startswith(path or str(ROOT)), (label, package)  # the tree asked for
+            for key, values in found.items():
+                runs[label].setdefault(key, []).extend(values)
+    return runs
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--image", default="deepgym/python:3-bookworm")
+    parser.add_argument("--against-head", action="store_true")
+    parser.add_argument("--overheads-json", action="store_true", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.against_head:
+        against_head(args)
+        return
+    client, swe, terminal, found = measure(args)
+    if args.overheads_json:
+        client.close()
+        print(json.dumps({"package": [deepgym_ray.__file__], **found}))
+        return
+    for key in ("patch", "terminal"):
+        print(f"{key} run overhead beyond the answer's commands: median "
+              f"{statistics.median(found[key]):.2f}s, best {min(found[key]):.2f}s "
+              f"({len(found[key])} runs{'; target <= 0.5s' if key == 'patch' else ''})")
+
+    fresh = ImageRecipe(dockerfile=f"FROM {swe[0].image_recipe.tag}\n"
+                        f"LABEL bench={uuid.uuid4().hex}\n")
     fresh_swe = load_swebench(FIXTURES / "swe" / "tasks.jsonl", recipe=fresh, timeout=120)
     envs = fresh_swe + terminal + fresh_swe[:2]
     answers = [e.reference_solution for e in envs]

@@ -91,17 +91,21 @@ class ImageRecipe(BaseModel):
         return f"deepgym-task:{self.digest[:24]}"
 
 
-def _test_list(value: Any, column: str) -> list[str]:
-    """A SWE-bench test list: a JSON-encoded string (the datasets' form) or a list."""
+def _string_list(value: Any, column: str, items: str = "test ids") -> list[str]:
+    """A list column: a JSON-encoded string (the SWE-bench datasets' form) or a list."""
     if isinstance(value, str):
         try:
             value = json.loads(value) if value.strip() else []
         except ValueError:
-            raise ValueError(f"{column} must be a JSON list of test ids, got {value[:80]!r}") \
+            raise ValueError(f"{column} must be a JSON list of {items}, got {value[:80]!r}") \
                 from None
     if not isinstance(value, list) or not all(isinstance(t, str) and t for t in value):
-        raise ValueError(f"{column} must be a list of non-empty test ids")
+        raise ValueError(f"{column} must be a list of non-empty {items}")
     return value
+
+
+# A pytest plugin as `-p` takes it: an entry point's name or a module's dotted name.
+_PLUGIN_NAME = re.compile(r"[A-Za-z_][\w.-]*")
 
 
 _DIFF_PATH = re.compile(r"^diff --git a/(.+?) b/(.+)$|^\+\+\+ b/(.+)$|^--- a/(.+)$", re.M)
@@ -129,13 +133,26 @@ class PatchTask(BaseModel):
     #: The name of the swebench package's log parser for this repository's test runner
     #: (``parse_log_pytest``, ``parse_log_django``, ``parse_log_sympy``, ...).
     log_parser: str = Field(default="parse_log_pytest", pattern=r"^parse_log_[a-z0-9_]+$")
+    #: The pytest plugins the tests need from the image (entry point or module names, given to
+    #: pytest as ``-p NAME``): the tests run with plugin autoloading off, so that no entry point
+    #: loads itself into them unnamed. A JSON list, like the test lists, or a list.
+    pytest_plugins: list[str] = Field(default_factory=list)
 
     @field_validator("fail_to_pass", "pass_to_pass", mode="before")
     @classmethod
     def _lists(cls, value: Any, info: Any) -> list[str]:
         column = {"fail_to_pass": "FAIL_TO_PASS", "pass_to_pass": "PASS_TO_PASS"}[
             info.field_name]
-        return _test_list(value, column)
+        return _string_list(value, column)
+
+    @field_validator("pytest_plugins", mode="before")
+    @classmethod
+    def _plugins(cls, value: Any) -> list[str]:
+        names = _string_list(value, "pytest_plugins", "plugin names")
+        bad = [name for name in names if not _PLUGIN_NAME.fullmatch(name)]
+        if bad:
+            raise ValueError(f"pytest_plugins: {bad[0]!r} is not an entry point or module name")
+        return names
 
     @field_validator("workdir")
     @classmethod

@@ -6,16 +6,21 @@ The steps, as SWE-bench's harness takes them, with what it left open closed:
 1. The answer is a unified diff. Nothing that does not parse as one runs: ``invalid_patch``.
 2. ``git apply`` in the task's work tree as root (atomic: all or nothing). One that does not
    apply is the model's judged 0: ``patch_apply_failed``.
-3. Git says what changed (tracked, untracked and ignored files alike, whatever the diff's
-   headers claimed). A change to the task's test files, to anything that can load itself into
-   the test process (``conftest.py``, ``sitecustomize.py``, ``usercustomize.py``, ``*.pth``,
-   pytest's configuration files) or to CI configuration, and any symlink the patch adds, is a
-   judged 0: ``test_infra_tampering``, naming the path.
+3. Git says which paths the patch changes, by its own reading of the diff (``git apply
+   --numstat``, forwards and reversed for both names of a rename), not ours of its headers;
+   what the image left untracked or ignored in the tree (a development install's
+   ``*.egg-info``, caches) and the patch does not touch is not the patch's. A change to
+   the task's test files (or to where they go), to anything that can load itself into the
+   test process (``conftest.py``, ``sitecustomize``, ``*.pth``, distribution metadata and
+   editable-install files, byte code) or configure it (pytest's configuration files), to
+   ``.gitattributes`` or CI configuration, and any symlink the patch adds, is a judged 0:
+   ``test_infra_tampering``, naming the path.
 4. The test files are restored to the base commit and the test patch is applied. Until here a
    failure of the machinery has no verdict; from here on ("tests started") the answer's code
    runs, and a crash or timeout is its 0.
 5. The tests run as an unprivileged user, offline, with a clean environment and an isolated
-   interpreter (``python3 -I``: no ``PYTHONPATH``, no user site, no current directory), and
+   interpreter (``python3 -I``: no ``PYTHONPATH``, no user site, no current directory), with
+   pytest's plugin autoloading off (only the task's ``pytest_plugins`` load, by ``-p``), and
    the log is graded with SWE-bench's own parser and rules (the ``swebench`` extra).
 
 What is trusted: the image, the test patch, the base commit's files. What is not: everything
@@ -38,33 +43,59 @@ from deepgym_ray.exceptions import SandboxError, VerifierError
 from deepgym_ray.models import CaseResult, Environment, RunResult
 from deepgym_ray.repo_tasks import PatchTask
 from deepgym_ray.sandboxes.base import CommandResult
+from deepgym_ray.sandboxes.docker.task_container import TransferTimedOut
 
 __all__ = ["judge_patch", "refused_path"]
 
 RUN_DIR = "/deepgym-run"
 SETUP_TIMEOUT = 300.0  # seconds for each step before the tests (git, file copies)
-# Files that, wherever they are, can load code into the test process or configure it.
-_LOADERS = {"conftest.py", "sitecustomize.py", "usercustomize.py", "pytest.ini", ".pytest.ini",
-            "tox.ini", "setup.cfg", "pyproject.toml", "noxfile.py"}
-_CI = {".github", ".gitlab-ci.yml", ".circleci", ".travis.yml", "azure-pipelines.yml",
-       ".git", ".gitmodules", ".gitattributes"}
+# The most of git's list of the paths a patch changes that is checked (bytes): a patch that
+# changes more (tens of thousands of files) cannot be checked, and is refused.
+MAX_LISTING = 1 << 20
+# Names (of a file or of any folder above it; compared in lower case, as importlib.metadata
+# compares them) that load code into the test process or configure it wherever they are:
+# conftests and pytest's configuration files (pytest looks for them upwards from the tests),
+# entry point lists, byte code caches, an egg's EGG-INFO.
+_LOADERS = {"conftest.py", "pytest.ini", ".pytest.ini", "pytest.toml", ".pytest.toml",
+            "tox.ini", "setup.cfg", "pyproject.toml", "noxfile.py", "entry_points.txt",
+            "__pycache__", "egg-info"}
+# Modules Python imports by name at start-up, in any form (a .py, a package, byte code, an
+# extension): found first on a path a development install puts on sys.path.
+_STARTUP_MODULES = {"sitecustomize", "usercustomize"}
+# Distribution metadata (where importlib.metadata finds entry points such as pytest's
+# ``pytest11`` plugins), what a development install leaves (``*.egg-link``, ``*.pth``,
+# ``__editable__*`` finders), and byte code (a .pyc can stand in for a module's source).
+_LOADER_SUFFIXES = (".egg-info", ".dist-info", ".egg", ".egg-link", ".pth", ".pyc", ".pyo")
+_LOADER_PREFIXES = ("__editable__",)
+_CI = {".github", ".gitlab-ci.yml", ".circleci", ".travis.yml", "azure-pipelines.yml"}
+# Git's own files, at any depth: a nested .gitattributes changes how the restored test files
+# check out (encoding, line ends, filters).
+_GIT_FILES = {".git", ".gitmodules", ".gitattributes"}
 _TEST_DIRS = {"test", "tests", "testing"}
 # The work tree may belong to another user of the image: git must not refuse it as root.
 GIT = ["git", "-c", "safe.directory=*"]
-_STATUS, _LINKS = b"\0DEEPGYM-STATUS\0", b"\0DEEPGYM-LINKS\0"
-# Exit 3: git apply refused the patch (its words on stdout). Else: git status -z and the
-# symlinks among the changed paths, each after its marker (NUL-framed: no path holds a NUL,
-# and a status entry starts with its two status letters). Our own script, run as root before
-# any of the answer's code runs: nothing of the answer's can print here.
+_PATHS, _LINKS = b"\0DEEPGYM-PATHS\0", b"\0DEEPGYM-LINKS\0"
+# Exit 3: git apply refused the patch (its words on stdout); exit 5: git's list of the paths
+# it changes is over $1 bytes (MAX_LISTING). Else: every path the patch
+# changes, as git apply reads it (--numstat -z: "added<TAB>deleted<TAB>path" entries, one name
+# each; reversed, the other name of a rename), then the symlinks among them, each list after
+# its marker (NUL-framed: no path holds a NUL). Not git status: it would also list what the
+# image left untracked or ignored (a development install's *.egg-info) and miss a change to
+# an ignored file that was there before. Our own script, run as root before any of the
+# answer's code runs: nothing of the answer's can print here.
 _APPLY_AND_LIST = (
-    'set -f; g="git -c safe.directory=*"; '
-    f"$g apply --verbose {RUN_DIR}/answer.diff 2>&1 || exit 3; "
-    "printf '\\000DEEPGYM-STATUS\\000'; "
-    "$g status --porcelain=v1 -z --untracked-files=all --ignored=matching --no-renames "
-    f"> {RUN_DIR}/status || exit 4; cat {RUN_DIR}/status; "
-    "printf '\\000DEEPGYM-LINKS\\000'; "
-    f"sed -z 's/^...//' {RUN_DIR}/status | xargs -0 -r sh -c "
+    f'set -f; g="git -c safe.directory=*"; d={RUN_DIR}/answer.diff; '
+    '$g apply --verbose "$d" 2>&1 || exit 3; '
+    f'{{ $g apply --numstat -z "$d" && $g apply -R --numstat -z "$d"; }} > {RUN_DIR}/paths '
+    f'|| exit 4; [ "$(wc -c < {RUN_DIR}/paths)" -le "$1" ] || exit 5; '
+    "printf '\\000DEEPGYM-PATHS\\000'; "
+    f"cat {RUN_DIR}/paths; printf '\\000DEEPGYM-LINKS\\000'; "
+    f"sed -z 's/^[^\\t]*\\t[^\\t]*\\t//' {RUN_DIR}/paths | xargs -0 -r sh -c "
     "'for p; do [ -L \"$p\" ] && printf \"%s\\000\" \"$p\"; done; true' sh")
+# The tests' whole environment. Plugin autoloading off: no entry point (the image's, or one
+# the answer's metadata declares) loads itself into pytest; the task names what it needs.
+_TEST_ENV = ["PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "HOME=/tmp",
+             "LANG=C.UTF-8", "TMPDIR=/tmp", "PYTEST_DISABLE_PLUGIN_AUTOLOAD=1"]
 _CORRUPT = ("corrupt patch", "no valid patches", "unrecognized input", "patch fragment without")
 
 
@@ -74,14 +105,22 @@ def refused_path(path: str, test_files: set[str]) -> str | None:
     name = parts[-1] if parts else path
     if path in test_files:
         return "it is one of the task's test files"
-    if name in _LOADERS or name.endswith(".pth"):
-        return f"{name} can load code into the test run or configure it"
-    if parts and parts[0] in _CI:
+    if any(test.startswith(f"{path}/") for test in test_files):
+        return "the task's test files go beneath it"
+    loader = next((part for part in parts if _loads_code(part.lower())), None)
+    if loader is not None:
+        return f"{loader} can load code into the test run or configure it"
+    if (parts and parts[0] in _CI) or any(part.lower() in _GIT_FILES for part in parts):
         return "it is CI or repository configuration"
     if any(part in _TEST_DIRS for part in parts[:-1]) or (
             name.endswith(".py") and (name.startswith("test_") or name.endswith("_test.py"))):
         return "it is a test file"
     return None
+
+
+def _loads_code(name: str) -> bool:
+    return (name in _LOADERS or name.endswith(_LOADER_SUFFIXES)
+            or name.startswith(_LOADER_PREFIXES) or name.split(".")[0] in _STARTUP_MODULES)
 
 
 def judge_patch(provider, env: Environment, diff: str, cancel=None) -> RunResult:
@@ -114,33 +153,45 @@ def _run(box, env: Environment, task: PatchTask, diff: str,
          grade: Callable[[str], RunResult]) -> RunResult:
     box.put(RUN_DIR, {"answer.diff": _text(diff), "test.diff": _text(task.test_patch)})
     # One call: apply, then git's list of what changed, then which of those are symlinks.
-    applied = _root(box, task, ["sh", "-c", _APPLY_AND_LIST])
+    # What it costs (its time, its output) is the answer's diff's: past the bounds, its 0.
+    try:
+        applied = _root(box, task, ["sh", "-c", _APPLY_AND_LIST, "sh", str(MAX_LISTING)])
+    except TransferTimedOut as exc:
+        return _judged("patch_apply_failed", f"git apply's output could not be copied in the "
+                       f"time allowed for its size: {exc}")
     said = applied.stdout
+    if applied.timed_out:
+        return _judged("patch_apply_failed", f"git apply ran past {SETUP_TIMEOUT:g}s")
+    if box.disk_exceeded:
+        return _judged(contract.POLICY_SANDBOX_FAILURE, f"applying the patch {box.overrun}")
     if applied.exit_code == 3:
         text = said.decode("utf-8", "replace")
         kind = ("invalid_patch" if any(w in text.lower() for w in _CORRUPT)
                 else "patch_apply_failed")
         return _judged(kind, f"git apply refused the patch: {_tail(text)}")
-    if applied.exit_code != 0 or _STATUS not in said or _LINKS not in said:
+    if applied.exit_code == 5:
+        return _judged("invalid_patch", f"the patch changes more paths than are checked (git's "
+                       f"list of them is over {MAX_LISTING >> 20} MiB)")
+    if applied.exit_code != 0 or _PATHS not in said or _LINKS not in said:
         raise SandboxError(f"listing the patch's changes failed (exit "
                            f"{applied.exit_code}): {_tail(said)}")
     test_files = task.test_files
-    refused = _tampering(said.split(_STATUS, 1)[1], set(test_files))
+    refused = _tampering(said.split(_PATHS, 1)[1], set(test_files))
     if refused:
         return _judged("test_infra_tampering", refused)
     _restore_and_apply_tests(box, task, test_files)
     # Tests started: from here on the answer's code runs.
-    command = f"{task.test_command} {' '.join(shlex.quote(f) for f in _test_targets(task))}"
-    outcome = box.exec(["env", "-i", "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin"
-                        ":/sbin:/bin", "HOME=/tmp", "LANG=C.UTF-8", "TMPDIR=/tmp",
-                        "sh", "-c", command], user=task.test_user, timeout=env.timeout,
-                       workdir=task.workdir)
+    try:
+        outcome = box.exec(["env", "-i", *_TEST_ENV, "sh", "-c", _test_command(task)],
+                           user=task.test_user, timeout=env.timeout, workdir=task.workdir)
+    except TransferTimedOut as exc:  # the output the answer's code wrote, out of its time
+        return _judged(contract.POLICY_SANDBOX_FAILURE, f"the tests' output could not be "
+                       f"copied in the time allowed for its size: {exc}")
     if outcome.timed_out:
         return _judged(contract.SOLUTION_TIMEOUT,
                        f"the tests ran past the task's limit of {env.timeout:g}s")
     if box.disk_exceeded:
-        return _judged(contract.POLICY_SANDBOX_FAILURE, f"the tests wrote more than "
-                       f"{box.limits.disk_mb} MB to the container's disk")
+        return _judged(contract.POLICY_SANDBOX_FAILURE, f"the tests {box.overrun}")
     if outcome.exit_code is None or box.state().get("OOMKilled"):
         return _judged(contract.POLICY_SANDBOX_FAILURE,
                        "the tests' container was killed (out of memory) while they ran")
@@ -152,13 +203,13 @@ def _root(box, task: PatchTask, argv: list[str]) -> CommandResult:
 
 
 def _tampering(listing: bytes, test_files: set[str]) -> str | None:
-    """Why the applied patch is refused: a changed path (git status -z entries, then the
-    symlinks among them after their marker), or None."""
-    status, _, links = listing.partition(_LINKS)  # the first: no status entry is the marker
-    changed = [entry[3:].decode("utf-8", "surrogateescape")
-               for entry in status.split(b"\0") if len(entry) > 3]
+    """Why the applied patch is refused: a changed path (git apply --numstat -z entries, then
+    the symlinks among them after their marker), or None."""
+    numstat, _, links = listing.partition(_LINKS)  # the first: no entry holds a NUL
+    changed = [entry.split(b"\t", 2)[2].decode("utf-8", "surrogateescape")
+               for entry in numstat.split(b"\0") if entry.count(b"\t") >= 2]
     for path in changed:
-        why = refused_path(path.rstrip("/"), test_files)
+        why = refused_path(path, test_files)
         if why:
             return f"the patch changes {path}: {why}"
     symlinks = [p for p in links.decode("utf-8", "replace").split("\0") if p]
@@ -178,6 +229,13 @@ def _restore_and_apply_tests(box, task: PatchTask, test_files: list[str]) -> Non
     if done.exit_code != 0:
         raise VerifierError(f"the task's test patch did not apply at {base}: "
                             f"{_tail(done.stdout)}")
+
+
+def _test_command(task: PatchTask) -> str:
+    """The task's test command, the plugins it names (``-p``) and the test files."""
+    words = [*(f"-p {shlex.quote(name)}" for name in task.pytest_plugins),
+             *(shlex.quote(path) for path in _test_targets(task))]
+    return " ".join([task.test_command, *words])
 
 
 def _test_targets(task: PatchTask) -> list[str]:

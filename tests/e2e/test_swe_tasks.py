@@ -5,10 +5,9 @@ themselves into the test run are attacks of the security battery (tests/security
 
 from __future__ import annotations
 
-import difflib
-from pathlib import Path
-
 import pytest
+from helpers.swe_patches import SWE_FIXTURES as FIXTURES
+from helpers.swe_patches import edit
 
 from deepgym_ray.models import Environment
 from deepgym_ray.repo_tasks import ImageRecipe
@@ -16,20 +15,6 @@ from deepgym_ray.suites.swebench import load_swebench
 
 pytestmark = pytest.mark.e2e
 pytest.importorskip("swebench", reason="grading needs the swebench extra (setup.sh installs it)")
-
-FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "swe"
-REPO = FIXTURES / "image" / "repo"
-
-
-def edit(path: str, old: str, new: str) -> str:
-    """A git-style diff that replaces ``old`` with ``new`` in the fixture's file ``path``."""
-    before = (REPO / path).read_text()
-    assert old in before, old
-    after = before.replace(old, new, 1)
-    body = "".join(difflib.unified_diff(before.splitlines(True), after.splitlines(True),
-                                        f"a/{path}", f"b/{path}"))
-    return f"diff --git a/{path} b/{path}\n{body}"
-
 
 @pytest.fixture(scope="module")
 def swe(docker_client):

@@ -74,13 +74,17 @@ def test_a_script_that_runs_past_its_limit_is_its_timeout(tasks):
     assert (result.score, result.error_type) == (0.0, "solution_timeout"), result
 
 
-def test_tests_that_write_no_reward_are_no_verdict(tasks):
+def test_tests_that_ran_on_the_work_and_wrote_no_reward_are_its_judged_zero(tasks):
+    # The dating rule: the tests ran the agent's work, so a reward missing after them is the
+    # answer's 0 (a program of the answer's could have removed it); a test.sh that never writes
+    # one makes every answer 0, the reference too, which `qa` and `eval --reference` show.
     client, envs = tasks
     env = envs["count-log-errors"]
     silent = env.model_copy(update={"terminal_task": env.terminal_task.model_copy(
         update={"tests": {"test.sh": b"#!/bin/bash\ntrue\n"}})})
     result = client.run_safe(silent, env.terminal_task.solution)
-    assert not result.has_verdict and "no reward file" in result.details, result
+    assert result.has_verdict and result.score == 0.0, result
+    assert result.error_type == "solution_error" and "no reward file" in result.details
 
 
 def test_a_given_up_run_is_stopped_at_once(tasks):

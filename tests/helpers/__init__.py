@@ -16,6 +16,8 @@ names say what they help with, so none can shadow a package of the same name (``
 - ``remote_setup``: an environment and the provider's options for the local Daytona and E2B servers
 - ``judge_probe``: an environment holding a secret, processes by marker, a forged write-back
 - ``wrong_solutions``: a subtly wrong answer to every built-in environment (test data)
+- ``swe_patches``: diffs against the SWE-style fixture repository (new files, edits, renames)
+  and a pytest hook that forces passes
 """
 
 from pathlib import Path

@@ -14,6 +14,12 @@ summary is at its end): the engine's attach stream drops the output of a command
 while the machine is loaded (seen here, with dockerd logging "stream copy error: ... file
 already closed"), and a lost test log would grade a right answer 0.
 
+Time: every engine call is bounded. The client's own timeout (``api.timeout``) bounds the calls
+whose cost is ours; a call that moves data an answer made (its work directory, a command's
+output) is given :meth:`TaskContainer.transfer_timeout` for the size admitted, and overrunning
+it raises :class:`TransferTimedOut`, which the caller judges as the answer's (the SDK's own
+archive download has no timeout at all once its body starts: see ``transfers``).
+
 Example:
     box = TaskContainer.start(api, "deepgym-task:ab12...", TaskLimits(), labels)
     box.put("/deepgym", {"answer.diff": diff})
@@ -29,6 +35,7 @@ import tarfile
 import threading
 import time
 from collections.abc import Mapping, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 from typing import Any
@@ -36,12 +43,19 @@ from typing import Any
 from deepgym_ray.exceptions import RunCancelledError, SandboxError
 from deepgym_ray.sandboxes.base import CommandResult
 from deepgym_ray.sandboxes.cancel import CancelSignal
+from deepgym_ray.sandboxes.docker import transfers
 from deepgym_ray.sandboxes.docker.container import LABEL, PATH, remove_quietly
 from deepgym_ray.sandboxes.docker.engine_errors import engine_error
+from deepgym_ray.sandboxes.docker.transfers import ArchiveTooLarge, TransferTimedOut
 
-__all__ = ["ArchiveTooLarge", "TaskContainer", "TaskContainers", "TaskLimits"]
+__all__ = ["ArchiveTooLarge", "TaskContainer", "TaskContainers", "TaskLimits",
+           "TransferTimedOut"]
 
 DISK_POLL = 1.0  # seconds between looks at what a running command has written
+# How long the engine may take to measure a container's own layer. It walks every file there
+# (about 10 us each, measured here): an answer that leaves millions of files would make each
+# look take minutes and, timed out, see nothing; two looks in a row past this are an overrun.
+DISK_QUERY_TIMEOUT = 30.0
 EXIT_POLL = 0.05  # seconds between asking whether a command whose stream ended has ended
 # Where commands' output files go: on the container's own layer (it survives a kill, and
 # counts against ``disk_mb``); anyone may create a file there, nobody but root list it.
@@ -51,10 +65,6 @@ _TO_FILE = 'out=$1; shift; exec "$@" >"$out" 2>&1'
 
 # Root applies patches to files it may not own, and makes the run's own directory.
 TASK_CAPS = ["CHOWN", "DAC_OVERRIDE", "FOWNER"]
-
-
-class ArchiveTooLarge(Exception):
-    """A directory copied out of a container was larger than allowed."""
 
 
 @dataclass(frozen=True)
@@ -76,8 +86,11 @@ class TaskContainer:
 
     def __init__(self, api: Any, cid: str, name: str, limits: TaskLimits) -> None:
         self.api, self.id, self.name, self.limits = api, cid, name, limits
-        #: Set when a command wrote more than ``limits.disk_mb`` and the container was killed.
+        #: Set when a command wrote more than ``limits.disk_mb`` (or left more files than the
+        #: engine can measure) and the container was killed; ``overrun`` says which.
         self.disk_exceeded = False
+        self.overrun = ""
+        self._slow_looks = 0
         self.cancel: CancelSignal | None = None
 
     @classmethod
@@ -124,35 +137,36 @@ class TaskContainer:
                 archive.addfile(info, io.BytesIO(content))
         self.put_tar("/", buffer.getvalue())
 
-    def put_tar(self, directory: str, data: bytes) -> None:
-        """Unpack the tar archive ``data`` into ``directory``."""
-        try:
-            accepted = self.api.put_archive(self.id, directory, data)
-        except Exception as exc:  # noqa: BLE001 - SDK and transport errors
-            raise engine_error(exc) from exc
-        if not accepted:
-            raise SandboxError(f"the engine refused the files for {directory} in {self.name}")
+    def put_tar(self, directory: str, data: bytes, timeout: float | None = None) -> None:
+        """Unpack the tar archive ``data`` into ``directory``, within ``timeout`` seconds (a
+        budget from :meth:`transfer_timeout`: TransferTimedOut past it) or the client's."""
+        transfers.put_archive(self.api, self.id, directory, data, timeout, self.name)
 
-    def archive(self, path: str, limit: int) -> bytes | None:
-        """A tar archive of ``path`` (its last component the archive's top entry); None when
-        it is missing. ArchiveTooLarge past ``limit`` bytes."""
-        import docker.errors
+    def transfer_timeout(self, *, entries: int = 0, components: int = 0,
+                         data_bytes: int = 0) -> float:
+        """The time allowed to move a tree of this size (``transfers.transfer_timeout``)."""
+        return transfers.transfer_timeout(self.api.timeout, entries=entries,
+                                          components=components, data_bytes=data_bytes)
 
-        data = bytearray()
+    def open_archive(self, path: str, timeout: float | None = None
+                     ) -> AbstractContextManager[io.RawIOBase | None]:
+        """The engine's archive of ``path`` as a file read while it streams, within
+        ``timeout`` (``transfers.open_archive``)."""
+        return transfers.open_archive(self.api, self.id, path, timeout, self.name)
+
+    def read_file(self, path: str, limit: int) -> bytes | None:
+        """The regular file ``path``'s bytes, or None (``transfers.read_file``)."""
+        return transfers.read_file(self.api, self.id, path, limit, self.name)
+
+    def freeze(self) -> None:
+        """Stop every process in the container (paused; killed where the engine cannot pause
+        it): nothing it runs changes its files or writes to its disk while they are copied
+        out (the engine copies from a paused or stopped container). An engine that can do
+        neither says so at the next call."""
         try:
-            stream, _ = self.api.get_archive(self.id, path)
-            for chunk in stream:
-                data += chunk
-                if len(data) > limit:
-                    raise ArchiveTooLarge(f"{path} in {self.name} holds more than {limit} "
-                                          "bytes")
-        except docker.errors.NotFound:
-            return None
-        except ArchiveTooLarge:
-            raise
-        except Exception as exc:  # noqa: BLE001 - SDK and transport errors
-            raise engine_error(exc) from exc
-        return bytes(data)
+            self.api.pause(self.id)
+        except Exception:  # noqa: BLE001 - whatever kept it from pausing, a kill stops it
+            self.kill()
 
     def exec(self, argv: Sequence[str], *, user: str, timeout: float, workdir: str = "/",
              environment: Mapping[str, str] | None = None,
@@ -206,7 +220,7 @@ class TaskContainer:
                                         "killed and nothing was judged", sandbox_id=self.name)
             if not ended and time.monotonic() >= next_look:
                 next_look = time.monotonic() + DISK_POLL
-                if self._written() > self.limits.disk_mb << 20:
+                if self._over_disk():
                     self.disk_exceeded = True
                     break
         if not ended:
@@ -219,33 +233,45 @@ class TaskContainer:
 
     def _output(self, path: str) -> bytes:
         """The last ``output_bytes`` of the output file ``path`` (b"" when there is none, or
-        the command put something else in its place)."""
-        import docker.errors
-
+        the command put something else in its place). The command may have written up to
+        ``disk_mb`` there: the copy is given the time for that (TransferTimedOut past it)."""
         tail = _TailBuffer(self.limits.output_bytes)
-        try:
-            chunks, _ = self.api.get_archive(self.id, path)
-            with tarfile.open(fileobj=io.BufferedReader(_Chunks(chunks)), mode="r|") as tar:
-                member = tar.next()
-                found = tar.extractfile(member) if member and member.isfile() else None
-                if found is not None:
-                    tail.drain(iter(lambda: found.read(1 << 20), b""))
-        except docker.errors.NotFound:
-            return b""
-        except Exception as exc:  # noqa: BLE001 - SDK and transport errors
-            raise engine_error(exc) from exc
+        budget = self.transfer_timeout(data_bytes=self.limits.disk_mb << 20)
+        with self.open_archive(path, budget) as body:
+            if body is None:
+                return b""
+            try:
+                with tarfile.open(fileobj=io.BufferedReader(body), mode="r|") as tar:
+                    member = tar.next()
+                    found = tar.extractfile(member) if member and member.isfile() else None
+                    if found is not None:
+                        tail.drain(iter(lambda: found.read(1 << 20), b""))
+            except tarfile.TarError as exc:
+                raise engine_error(exc) from exc
+        if isinstance(tail.error, SandboxError):
+            raise tail.error
         if tail.error is not None:
             raise engine_error(tail.error) from tail.error
         return tail.value()
 
-    def _written(self) -> int:
-        """Bytes in the container's own layer (0 when the engine cannot say)."""
+    def _over_disk(self) -> bool:
+        """Whether the container's own layer is past ``disk_mb``, or could not be measured
+        twice in a row within DISK_QUERY_TIMEOUT (sets ``overrun``). An engine that fails
+        the look otherwise says nothing here: the run's end will say it."""
+        url = self.api._url("/containers/{0}/json", self.id)
         try:
-            found = self.api._result(self.api._get(
-                self.api._url("/containers/{0}/json", self.id), params={"size": 1}), True)
-            return int(found.get("SizeRw") or 0)
-        except Exception:  # noqa: BLE001 - the engine away: the run's end will say so
-            return 0
+            found = self.api._result(self.api._get(url, params={"size": 1},
+                                                   timeout=DISK_QUERY_TIMEOUT), True)
+        except Exception as exc:  # noqa: BLE001 - the engine away: the run's end will say so
+            self._slow_looks = self._slow_looks + 1 if transfers.timed_out(exc) else 0
+            if self._slow_looks >= 2:
+                self.overrun = (f"left more files in the container than the engine can "
+                                f"measure in {DISK_QUERY_TIMEOUT:g}s")
+            return bool(self.overrun)
+        self._slow_looks = 0
+        if int(found.get("SizeRw") or 0) > self.limits.disk_mb << 20:
+            self.overrun = f"wrote more than {self.limits.disk_mb} MB to the container's disk"
+        return bool(self.overrun)
 
     def state(self) -> dict[str, Any]:
         """The container's state (``OOMKilled``, ``Status``, ...); ``{"error": ...}`` when the
@@ -293,26 +319,6 @@ class _TailBuffer:
         self._trim()
         head = f"[{self.dropped} bytes of output left out]\n".encode() if self.dropped else b""
         return head + bytes(self.data)
-
-
-class _Chunks(io.RawIOBase):
-    """The engine's archive stream (an iterator of byte chunks) as a file to read."""
-
-    def __init__(self, chunks: Any) -> None:
-        self._chunks, self._left = iter(chunks), memoryview(b"")
-
-    def readable(self) -> bool:
-        return True
-
-    def readinto(self, buffer: Any) -> int:
-        while not self._left:
-            chunk = next(self._chunks, None)
-            if chunk is None:
-                return 0
-            self._left = memoryview(chunk)
-        size = min(len(buffer), len(self._left))
-        buffer[:size], self._left = self._left[:size], self._left[size:]
-        return size
 
 
 def _folder(name: str, mode: int) -> tarfile.TarInfo:
