@@ -159,12 +159,8 @@ def _copy_subdir(src, dst, name, path, depth, report):
     try:
         found = os.fstat(inner)
         os.mkdir(name, 0o755, dir_fd=dst)
-        made = os.open(name, _DIR, dir_fd=dst)
-        try:
-            _copy_dir(inner, made, path + "/", depth + 1, report)
-            os.utime(made, ns=(found.st_atime_ns, found.st_mtime_ns))
-        finally:
-            os.close(made)
+        _fill(os.open(name, _DIR, dir_fd=dst), found,
+              lambda made: _copy_dir(inner, made, path + "/", depth + 1, report))
         report.directories += 1
     finally:
         os.close(inner)
@@ -185,15 +181,21 @@ def _copy_file(src, name, dst, new_name, path, report):
         report.take_bytes(found.st_size, path)
         # The agent's execute bits are kept (a verifier may ask whether a script runs).
         mode = 0o755 if found.st_mode & 0o111 else 0o644
-        out = os.open(new_name, _NEW, mode, dir_fd=dst)
-        try:
-            _transfer(fd, out, found.st_size)
-            os.utime(out, ns=(found.st_atime_ns, found.st_mtime_ns))
-        finally:
-            os.close(out)
+        _fill(os.open(new_name, _NEW, mode, dir_fd=dst), found,
+              lambda out: _transfer(fd, out, found.st_size))
         report.files += 1
     finally:
         os.close(fd)
+
+
+def _fill(made, found, fill):
+    """``fill(made)``, a new entry of the copy's, then give it the times of the agent's entry
+    ``found`` (a verifier may compare them), and close it."""
+    try:
+        fill(made)
+        os.utime(made, ns=(found.st_atime_ns, found.st_mtime_ns))
+    finally:
+        os.close(made)
 
 
 def _transfer(fd, out, size):
