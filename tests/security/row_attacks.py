@@ -4,7 +4,7 @@ of them: its ``TAGS`` and ``PROVIDER`` (the sandboxes its pool runs on) go to RE
 
 The rows are what a broken pipeline or a degenerate model hands over: values that are not
 completions at all (numbers, bytes, a list of numbers, a dict that is no message), conversations,
-an answer that never ends, a lone surrogate, tens of megabytes of code, and a right answer
+an answer that never ends, a lone surrogate, megabytes of code, and a right answer
 followed by half a megabyte of special-token look-alikes (which once made the code extraction
 take time quadratic in its length, on the caller's process). Right answers sit between them.
 
@@ -50,7 +50,7 @@ ROWS: list[tuple[str, Any, float | None]] = [
      1.0),
     ("lone surrogate", "```python\ndef answer():\n    return '\ud800'\n```", 0.0),
     ("hangs", "```python\ndef answer():\n    while True:\n        pass\n```", 0.0),
-    ("tens of MB", "```python\n" + "x = 1\n" * 5_000_000 + "def answer():\n    return 41\n```",
+    ("megabytes", "```python\n" + "x = 1\n" * 500_000 + "def answer():\n    return 41\n```",
      0.0),
     ("right, then look-alike tokens", RIGHT + "\n" + "<|a|>" * 100_000 + " >", 1.0),
     ("right again", RIGHT, 1.0),
