@@ -126,28 +126,39 @@ def _copy_dir(src, dst, prefix, depth, report):
     if depth > MAX_DEPTH:
         raise CopyRefused(f"the work directory is more than {MAX_DEPTH} directories deep "
                           f"(at {prefix[:200]})")
-    names = []
+    kinds = []
     with os.scandir(src) as entries:  # on a descriptor: names only, nothing resolved
         for entry in entries:
             report.count(prefix + entry.name)
-            names.append(entry.name)
-    for name in names:
+            kinds.append((entry.name, _kind(entry)))
+    for name, kind in kinds:  # (what each entry is, opened or read, is checked again)
         path = prefix + name
-        try:
-            found = os.stat(name, dir_fd=src, follow_symlinks=False)
-        except FileNotFoundError:
-            continue
-        except PermissionError:  # a folder that can be listed but not searched
-            report.leave_out(path, "an entry the judge cannot read")
-            continue
-        if stat.S_ISDIR(found.st_mode):
+        if kind == "dir":
             _copy_subdir(src, dst, name, path, depth, report)
-        elif stat.S_ISREG(found.st_mode):
+        elif kind == "file":
             _copy_file(src, name, dst, name, path, report)
-        elif stat.S_ISLNK(found.st_mode):
+        elif kind == "link":
             _copy_link(src, name, dst, path, report)
-        else:
+        elif kind == "unreadable":  # a folder that can be listed but not searched
+            report.leave_out(path, "an entry the judge cannot read")
+        elif kind is not None:
             report.leave_out(path, "not a file, directory or link")
+
+
+def _kind(entry):
+    """What ``entry`` is, from the directory's own listing where the file system says (no
+    call per entry), else by its ``lstat``: dir, file, link, other, unreadable, or None
+    (gone)."""
+    try:
+        if entry.is_symlink():
+            return "link"
+        if entry.is_dir(follow_symlinks=False):
+            return "dir"
+        return "file" if entry.is_file(follow_symlinks=False) else "other"
+    except FileNotFoundError:
+        return None
+    except PermissionError:
+        return "unreadable"
 
 
 def _copy_subdir(src, dst, name, path, depth, report):

@@ -182,7 +182,7 @@ def test_what_the_copier_cannot_read_is_left_out_and_named(tmp_path):
     os.waitpid(pid, 0)
     assert sorted(map(tuple, left_out)) == [
         ("hidden/", "a directory the judge cannot read"),
-        ("listed/y.txt", "an entry the judge cannot read"),
+        ("listed/y.txt", "a file the judge cannot read"),
         ("locked.txt", "a file the judge cannot read")]
     assert listing(tmp_path / "out" / "copy") == {"ok.txt": ("file", "fine", 0o644),
                                                   "listed": ("dir",)}
