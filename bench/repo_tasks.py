@@ -12,26 +12,23 @@ the commands that run the answer, and how runs in parallel compare with one at a
 3. Image builds: a fresh recipe asked for by the 8 parallel runs is built once (the build
    count of this process's builder).
 
-``--against-head`` measures only (1), for this working tree and for the tree of the last commit
-(``git archive HEAD``, imported in place of this one), alternating the two ``--rounds`` times in
-fresh processes so that the machine's load falls on both alike, and prints them side by side.
+``--before REV`` measures only (1), for this tree and for the tree of commit REV (a temporary git
+worktree, ``trees.py``), alternating the two ``--rounds`` times in fresh processes so that the
+machine's load falls on both alike, and prints them side by side.
 
 Usage:
     python bench/repo_tasks.py [--runs 5] [--image deepgym/python:3-bookworm]
-    python bench/repo_tasks.py --against-head [--runs 3] [--rounds 3]
+    python bench/repo_tasks.py --before REV [--runs 3] [--rounds 3]
 """
 
 from __future__ import annotations
 
 import argparse
-import io
 import json
 import os
 import statistics
 import subprocess
 import sys
-import tarfile
-import tempfile
 import time
 import uuid
 from pathlib import Path
@@ -100,39 +97,31 @@ def measure(args) -> tuple[DeepGym, list, list, dict[str, list[float]]]:
     return client, swe, terminal, found
 
 
-def export_head(folder: str) -> None:
-    """The last commit's package, exported into ``folder`` (nothing in the repository
-    changes)."""
-    archive = subprocess.run(["git", "-C", str(ROOT), "archive", "HEAD", "deepgym_ray"],
-                             check=True, capture_output=True).stdout
-    with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
-        tar.extractall(folder, filter="data")
+def against(args) -> None:
+    from trees import worktrees
+
+    with worktrees(args.before) as trees:
+        runs = _alternate(args, trees)
+    print(f"{'median seconds (runs)':<28}{args.before:>14}{'this tree':>16}{'ratio':>8}")
+    for key in runs["before"]:
+        before, after = (statistics.median(runs[k][key]) for k in ("before", "after"))
+        print(f"{key:<28}{before:>9.2f} ({len(runs['before'][key])}){after:>11.2f} "
+              f"({len(runs['after'][key])}){after / before:>7.2f}x")
 
 
-def against_head(args) -> None:
-    with tempfile.TemporaryDirectory(prefix="deepgym-head-") as head:
-        export_head(head)
-        runs = _alternate(args, head)
-    print(f"{'median seconds (runs)':<28}{'HEAD':>14}{'working tree':>16}{'ratio':>8}")
-    for key in runs["HEAD"]:
-        before, after = (statistics.median(runs[k][key]) for k in ("HEAD", "working tree"))
-        print(f"{key:<28}{before:>9.2f} ({len(runs['HEAD'][key])}){after:>11.2f} "
-              f"({len(runs['working tree'][key])}){after / before:>7.2f}x")
-
-
-def _alternate(args, head: str) -> dict[str, dict[str, list[float]]]:
-    """The overheads of ``--rounds`` rounds, each measuring HEAD's package (in ``head``) and
-    then this tree's, in fresh processes."""
-    runs: dict[str, dict[str, list[float]]] = {"HEAD": {}, "working tree": {}}
-    for _ in range(args.rounds):
-        for label, path in (("HEAD", head), ("working tree", "")):
-            env = dict(os.environ, PYTHONPATH=path) if path else dict(os.environ)
+def _alternate(args, trees: dict[str, Path]) -> dict[str, dict[str, list[float]]]:
+    """The overheads of ``--rounds`` rounds, each measuring the tree before and this one, in
+    fresh processes (alternating which goes first)."""
+    runs: dict[str, dict[str, list[float]]] = {"before": {}, "after": {}}
+    for round_ in range(args.rounds):
+        for label in ("before", "after") if round_ % 2 == 0 else ("after", "before"):
+            env = dict(os.environ, PYTHONPATH=str(trees[label]))
             out = subprocess.run([sys.executable, __file__, "--overheads-json", "--runs",
                                   str(args.runs), "--image", args.image], env=env, check=True,
                                  capture_output=True, text=True).stdout
             found = json.loads(out.splitlines()[-1])
             package = found.pop("package")[0]
-            assert package.startswith(path or str(ROOT)), (label, package)  # the tree asked for
+            assert package.startswith(str(trees[label])), (label, package)  # the tree asked
             for key, values in found.items():
                 runs[label].setdefault(key, []).extend(values)
     return runs
@@ -143,11 +132,11 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--image", default="deepgym/python:3-bookworm")
-    parser.add_argument("--against-head", action="store_true")
+    parser.add_argument("--before", help="measure (1) only, against this commit's tree")
     parser.add_argument("--overheads-json", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
-    if args.against_head:
-        against_head(args)
+    if args.before:
+        against(args)
         return
     client, swe, terminal, found = measure(args)
     if args.overheads_json:
